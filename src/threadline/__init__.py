@@ -1,0 +1,120 @@
+"""threadline: LLM conversations with tools, kept as one protocol-complete log.
+
+The log (`MessageList` of system, user, assistant and tool messages, failures included) is the single source of
+truth: saved, reloaded, continued on another model, trimmed into a context window, resumed after a crash.
+
+    from threadline import llm
+    print(llm.agent("You are terse.").request("Capital of France?").prompt())
+
+Importing this package is light: model SDKs, llama.cpp, database drivers and the CLI/web libraries are imported
+only when something needs them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .builder import PromptBuilder, TextStream, llm
+from .context import BuiltContext, ContextBuilder, ContextReport, ContextSettings, ModePrompts, RunContext
+from .conversation import Conversation, ConversationConfig
+from .errors import (
+    CapabilityError,
+    MessageListDeserializationError,
+    ModelError,
+    OutputValidationError,
+    ProtocolError,
+    StoreError,
+    ThreadlineError,
+    UserError,
+)
+from .loop import TurnResult
+from .messages import (
+    AssistantMessage,
+    Attachment,
+    LLMError,
+    Message,
+    MessageList,
+    MessageMeta,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    assistant,
+    system,
+    user,
+)
+from .models import Model, ModelCapabilities, ModelRequest, ModelResponse, ModelSettings, TextDelta, ToolSpec, get_model
+from .tools import Tool, ToolCatalog, Toolset, dynamic_tools, tool
+
+if TYPE_CHECKING:
+    from .store import ConversationInfo, Store, open_store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AssistantMessage",
+    "Attachment",
+    "BuiltContext",
+    "CapabilityError",
+    "ContextBuilder",
+    "ContextReport",
+    "ContextSettings",
+    "Conversation",
+    "ConversationConfig",
+    "ConversationInfo",
+    "LLMError",
+    "Message",
+    "MessageList",
+    "MessageListDeserializationError",
+    "MessageMeta",
+    "ModePrompts",
+    "Model",
+    "ModelCapabilities",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "OutputValidationError",
+    "PromptBuilder",
+    "ProtocolError",
+    "RunContext",
+    "Store",
+    "StoreError",
+    "SystemMessage",
+    "TextDelta",
+    "TextStream",
+    "ThreadlineError",
+    "Tool",
+    "ToolCall",
+    "ToolCatalog",
+    "ToolMessage",
+    "ToolSpec",
+    "Toolset",
+    "TurnResult",
+    "Usage",
+    "UserError",
+    "UserMessage",
+    "__version__",
+    "assistant",
+    "dynamic_tools",
+    "get_model",
+    "llm",
+    "open_store",
+    "system",
+    "tool",
+    "user",
+]
+
+_LAZY = {"open_store": "store", "Store": "store", "ConversationInfo": "store"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'threadline' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,386 @@
+"""`PromptBuilder`: an immutable, fluent description of the next turn, and `llm`, the empty builder.
+
+Each method returns a new builder holding accumulated *deltas* (messages to add, config to change); the builder it
+came from is unchanged, so builders can be shared and branched freely. Nothing happens until an execution method
+applies the deltas to a `Conversation` (a new one, or the one ``conversation.continuation`` refers to)::
+
+    text = llm.agent("You are terse.").request("Capital of France?").prompt()
+    conv = llm.tools(get_weather).request("Weather in Paris?").prompt_conversation()
+    async for message in conv: ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ._sync import in_event_loop, iterate_sync, run_sync
+from .conversation import MODES, Conversation, split_settings
+from .errors import OutputValidationError, UserError
+from .loop import run_turn
+from .messages import Attachment, Message, SystemMessage, assistant, user
+from .models.base import Model, ResponseFormat
+
+if TYPE_CHECKING:
+    from .store.base import Store
+
+__all__ = ["PromptBuilder", "TextStream", "llm"]
+
+T = TypeVar("T")
+
+
+class PromptBuilder:
+    """An immutable builder of prompts and conversation changes. Start from `threadline.llm`."""
+
+    __slots__ = ("_config", "_conversation", "_conversation_id", "_messages", "_store", "_tools")
+
+    def __init__(
+        self,
+        conversation: Conversation | None = None,
+        messages: Iterable[Message] = (),
+        config: Mapping[str, Any] | None = None,
+        *,
+        tools: Iterable[Any] = (),
+        store: Store | None = None,
+        conversation_id: str | None = None,
+    ) -> None:
+        self._conversation = conversation
+        self._messages: tuple[Message, ...] = tuple(messages)
+        self._config: dict[str, Any] = dict(config or {})
+        self._tools: tuple[Any, ...] = tuple(tools)
+        self._store = store
+        self._conversation_id = conversation_id
+
+    def _copy(
+        self,
+        *,
+        messages: tuple[Message, ...] | None = None,
+        config: dict[str, Any] | None = None,
+        tools: tuple[Any, ...] | None = None,
+        store: Store | None = None,
+        conversation_id: str | None = None,
+    ) -> PromptBuilder:
+        return PromptBuilder(
+            self._conversation,
+            self._messages if messages is None else messages,
+            self._config if config is None else config,
+            tools=self._tools if tools is None else tools,
+            store=self._store if store is None else store,
+            conversation_id=self._conversation_id if conversation_id is None else conversation_id,
+        )
+
+    def _with_message(self, message: Message) -> PromptBuilder:
+        return self._copy(messages=(*self._messages, message))
+
+    def _with_config(self, **changes: Any) -> PromptBuilder:
+        return self._copy(config={**self._config, **changes})
+
+    # -- inspection -------------------------------------------------------------------------------------------
+    @property
+    def delta_messages(self) -> tuple[Message, ...]:
+        """The messages this builder will add."""
+        return self._messages
+
+    @property
+    def delta_config(self) -> dict[str, Any]:
+        """The config changes this builder will apply (a copy)."""
+        config = dict(self._config)
+        if self._tools:
+            config["tools"] = list(self._tools)
+        return config
+
+    @property
+    def conversation(self) -> Conversation | None:
+        """The conversation this builder refers to, if any."""
+        return self._conversation
+
+    # -- message deltas ---------------------------------------------------------------------------------------
+    def agent(self, text: str) -> PromptBuilder:
+        """Add a system message (instructions) to the log."""
+        return self._with_message(SystemMessage(content=_text(text, "agent")))
+
+    def context(self, text: str) -> PromptBuilder:
+        """Add a user message carrying context (documents, facts) before the request."""
+        return self._with_message(user(_text(text, "context")))
+
+    def request(self, text: str, attachments: Iterable[Attachment] | None = None) -> PromptBuilder:
+        """Add the user's request, optionally with attachments (images, mentions of objects)."""
+        items = list(attachments or ())
+        for item in items:
+            if not isinstance(item, Attachment):
+                raise TypeError(f"attachments must be Attachment objects, got {type(item).__name__}")
+        return self._with_message(user(_text(text, "request"), items))
+
+    def assistant(self, text: str) -> PromptBuilder:
+        """Add an assistant message (e.g. an example answer)."""
+        return self._with_message(assistant(_text(text, "assistant")))
+
+    # -- config deltas ----------------------------------------------------------------------------------------
+    def provider(self, name: str) -> PromptBuilder:
+        """Use that provider's default model (``"local"``, ``"openai"``, ``"anthropic"``)."""
+        return self._with_config(provider=name, model=None)
+
+    def model(self, name_or_model: str | Model) -> PromptBuilder:
+        """Use a model by name (``local``, ``openai:gpt-4o``…) or a `Model` object."""
+        if not isinstance(name_or_model, (str, Model)):
+            raise TypeError(f"model must be a name or a Model, got {type(name_or_model).__name__}")
+        return self._with_config(model=name_or_model)
+
+    def tools(self, *tools: Any) -> PromptBuilder:
+        """Offer tools: functions, `Tool`s, `Toolset`s, or a callable ``(conversation) -> tools``."""
+        from .tools import DynamicTools, Tool, Toolset, as_tool
+
+        checked: list[Any] = []
+        for item in tools:
+            if isinstance(item, (Tool, Toolset, DynamicTools)):
+                checked.append(item)
+            elif callable(item):
+                from .tools import _is_dynamic_provider
+
+                checked.append(item if _is_dynamic_provider(item) else as_tool(item))
+            else:
+                raise UserError(f"not a tool: {item!r}")
+        return self._copy(tools=(*self._tools, *checked))
+
+    def tool_choice(self, choice: str) -> PromptBuilder:
+        """``"auto"``, ``"required"``, ``"none"`` or a tool's name; applies to the first request of a turn."""
+        if not isinstance(choice, str) or not choice:
+            raise UserError("tool_choice must be 'auto', 'required', 'none' or a tool name")
+        return self._with_config(tool_choice=choice)
+
+    def max_tool_rounds(self, n: int) -> PromptBuilder:
+        """Tool rounds before a tool-less request forces an answer."""
+        if not isinstance(n, int) or n < 0:
+            raise UserError("max_tool_rounds must be a non-negative integer")
+        return self._with_config(max_tool_rounds=n)
+
+    def mode(self, mode: str) -> PromptBuilder:
+        """Switch the mode (``chat``, ``agent``, ``run``); only the system prefix changes."""
+        if mode not in MODES:
+            raise UserError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        return self._with_config(mode=mode)
+
+    def persona(self, text: str) -> PromptBuilder:
+        """A persona for the system prefix in agent and run modes."""
+        return self._with_config(persona=_text(text, "persona"))
+
+    def store(self, store: Store) -> PromptBuilder:
+        """Keep the conversation in a store (every message persisted as it happens)."""
+        return self._copy(store=store)
+
+    def conversation_id(self, conversation_id: str) -> PromptBuilder:
+        """Continue (or create) the conversation with this id in the store."""
+        if not isinstance(conversation_id, str) or not conversation_id:
+            raise UserError("conversation_id must be a non-empty string")
+        return self._copy(conversation_id=conversation_id)
+
+    # -- execution --------------------------------------------------------------------------------------------
+    def prompt_conversation(self, **settings: Any) -> Conversation:
+        """Apply the deltas to the conversation (a new one unless this builder refers to one) and return it,
+        armed for one turn with ``settings`` (``stream``, ``max_tokens``, ``temperature``, ``timeout``,
+        ``max_retries``, ``tool_timeout``, provider-prefixed extras).
+        """
+        split_settings(settings)  # fail before anything changes
+        conversation = self._conversation
+        if conversation is None:
+            conversation = Conversation(store=self._store, id=self._conversation_id)
+        else:
+            if self._conversation_id is not None and self._conversation_id != conversation.id:
+                raise UserError("conversation_id() cannot change the id of an existing conversation")
+            if self._store is not None and conversation.store is not self._store:
+                if conversation.store is not None:
+                    raise UserError("this conversation is already kept in another store")
+                conversation.store = self._store
+                if len(conversation.messages):
+                    conversation._ensure_stored()
+                    self._store.append(conversation.id, list(conversation.messages))
+        config = dict(self._config)
+        if self._tools:
+            merged = list(conversation.config.tools)
+            merged.extend(item for item in self._tools if not any(item is known for known in merged))
+            config["tools"] = merged
+        conversation.apply_config_deltas(config)
+        conversation.add(*self._messages)
+        conversation._arm(settings)
+        return conversation
+
+    async def prompt_async(self, **settings: Any) -> str:
+        """Run a turn and return the final answer's text."""
+        conversation = self.prompt_conversation(**settings)
+        async for _ in conversation:
+            pass
+        return _final_text(conversation)
+
+    def prompt(self, **settings: Any) -> str:
+        """Run a turn and return the final answer's text.
+
+        Outside an event loop this returns the ``str``; inside a running loop it returns an awaitable of it (in
+        async code, prefer `prompt_async`, which type checkers understand).
+        """
+        if in_event_loop():
+            return self.prompt_async(**settings)  # type: ignore[return-value]
+        return run_sync(self.prompt_async(**settings))
+
+    def prompt_for_type(self, output_type: type[T], *, retries: int = 1, **settings: Any) -> T:
+        """Run a turn asking for structured output and return a validated instance of ``output_type``.
+
+        Structured output uses a JSON schema where the provider has it, a final-result tool otherwise, and
+        constrained decoding on ``local``. An answer that does not validate is sent back with the errors up to
+        ``retries`` times.
+
+        Returns:
+            The instance outside an event loop; an awaitable of it inside a running loop (in async code, prefer
+            `prompt_for_type_async`).
+
+        Raises:
+            OutputValidationError: if no answer validated.
+        """
+        coroutine = self._prompt_for_type(output_type, retries, settings)
+        if in_event_loop():
+            return coroutine  # type: ignore[return-value]
+        return run_sync(coroutine)
+
+    async def prompt_for_type_async(self, output_type: type[T], *, retries: int = 1, **settings: Any) -> T:
+        """`prompt_for_type` for async code."""
+        return await self._prompt_for_type(output_type, retries, settings)
+
+    async def _prompt_for_type(self, output_type: type[T], retries: int, settings: Mapping[str, Any]) -> T:
+        import pydantic
+
+        adapter = pydantic.TypeAdapter(output_type)
+        schema = adapter.json_schema()
+        wrapped = schema.get("type") != "object"
+        if wrapped:  # providers want an object at the root
+            schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+            if "$defs" in schema["properties"]["result"]:
+                schema["$defs"] = schema["properties"]["result"].pop("$defs")
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", getattr(output_type, "__name__", "output"))[:64] or "output"
+        conversation = self.prompt_conversation(**settings)
+        options = conversation._turn_options(response_format=ResponseFormat(name=name, schema=schema))
+        conversation._armed = {}
+        for attempt in range(retries + 1):
+            async for _ in run_turn(conversation, options):
+                pass
+            text = _final_text(conversation)
+            try:
+                data = pydantic_json(_strip_fences(text))
+                if wrapped:
+                    if not isinstance(data, dict) or "result" not in data:
+                        raise ValueError("expected an object with a 'result' field")
+                    data = data["result"]
+                return adapter.validate_python(data)
+            except (ValueError, pydantic.ValidationError) as exc:
+                problem = _describe(exc)
+                if attempt == retries:
+                    raise OutputValidationError(
+                        f"the model's answer is not a valid {name}: {problem}", text=text
+                    ) from None
+                conversation.add(
+                    user(
+                        f"Your answer did not match the required JSON schema: {problem}. "
+                        "Reply with only the JSON value."
+                    )
+                )
+        raise AssertionError("unreachable")
+
+    def stream(self, **settings: Any) -> TextStream:
+        """Run a turn and iterate over the answer's text as it streams (``for`` or ``async for``)."""
+        return TextStream(self, settings)
+
+    def __repr__(self) -> str:
+        target = f"conversation {self._conversation.id}" if self._conversation else "a new conversation"
+        return f"<PromptBuilder for {target}: {len(self._messages)} messages, config {sorted(self.delta_config)}>"
+
+
+class TextStream:
+    """The text of a streamed turn; iterate with ``for`` (outside an event loop) or ``async for``.
+
+    Attributes:
+        conversation: The conversation the turn ran in (set once iteration starts).
+    """
+
+    def __init__(self, builder: PromptBuilder, settings: Mapping[str, Any]) -> None:
+        self._builder = builder
+        self._settings = dict(settings)
+        self.conversation: Conversation | None = None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._run()
+
+    def __iter__(self) -> Iterator[str]:
+        return iterate_sync(self._run())
+
+    async def _run(self) -> AsyncIterator[str]:
+        conversation = self._builder.prompt_conversation(**self._settings)
+        self.conversation = conversation
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+        async def drive() -> None:
+            try:
+                async for _ in conversation.run(on_text=queue.put_nowait):
+                    pass
+            finally:
+                queue.put_nowait(None)
+
+        task = asyncio.ensure_future(drive())
+        try:
+            while True:
+                piece = await queue.get()
+                if piece is None:
+                    break
+                yield piece
+            await task  # re-raises a failure of the turn
+        finally:
+            if not task.done():
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+
+
+def _text(text: str, what: str) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{what}() takes a str, got {type(text).__name__}")
+    return text
+
+
+def _final_text(conversation: Conversation) -> str:
+    turn = conversation.last_turn
+    text = turn.text if turn is not None else None
+    return text or ""
+
+
+_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(?P<body>.*?)\n\s*```\s*$", re.S)
+
+
+def _strip_fences(text: str) -> str:
+    match = _FENCE.match(text)
+    return match.group("body") if match else text.strip()
+
+
+def pydantic_json(text: str) -> Any:
+    """Parse JSON text (raises ValueError with a short reason)."""
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+
+
+def _describe(exc: Exception) -> str:
+    import pydantic
+
+    if isinstance(exc, pydantic.ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'value'}: {error['msg']}"
+            for error in exc.errors(include_url=False)
+        )
+    return str(exc)
+
+
+llm = PromptBuilder()
+"""The empty builder: ``llm.agent(...).request(...).prompt()``."""

@@ -1,0 +1,64 @@
+"""The ``threadline`` command line (the ``cli`` extra: click + rich).
+
+Commands live in their own modules and are imported only when run, so ``threadline --help`` and each command pay
+only for what they use. Errors reach the user as one line and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+try:
+    import click
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise SystemExit("the threadline command needs the 'cli' extra: pip install 'threadline[cli]'") from exc
+
+__all__ = ["main"]
+
+# command name -> "module:attribute" under threadline.cli
+COMMANDS: dict[str, str] = {
+    "prompt": "prompt:prompt",
+    "chat": "prompt:chat",
+    "demo": "demo:demo",
+    "logs": "logs:logs",
+    "export": "transfer:export",
+    "import": "transfer:import_",
+    "models": "models:models",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in COMMANDS if self._load(name) is not None)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return self._load(cmd_name)
+
+    def _load(self, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, _, attribute = target.partition(":")
+        try:
+            module = importlib.import_module(f"{__name__}.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__name__}.{module_name}":
+                return None  # not built yet
+            raise
+        command: click.Command = getattr(module, attribute)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="threadline")
+def cli() -> None:
+    """threadline: LLM conversations with tools, kept as one log."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Entry point of the ``threadline`` command."""
+    return cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="threadline")

@@ -1,0 +1,48 @@
+"""One place where CLI commands turn errors into one clear line and an exit code."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import CapabilityError, ModelError, ThreadlineError, UserError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_USAGE = 2
+EXIT_MODEL = 3
+EXIT_OTHER = 1
+
+
+class CommandError(click.ClickException):
+    """A failure shown as ``Error: <message>`` with a chosen exit code."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_OTHER) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def friendly_errors(fn: F) -> F:
+    """Turn threadline errors (and interrupts) into one line and a non-zero exit, no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except click.ClickException:
+            raise
+        except (UserError, CapabilityError) as exc:
+            raise CommandError(str(exc), EXIT_USAGE) from None
+        except ModelError as exc:
+            raise CommandError(f"model call failed: {exc}", EXIT_MODEL) from None
+        except ThreadlineError as exc:
+            raise CommandError(str(exc), EXIT_OTHER) from None
+        except KeyboardInterrupt:
+            raise CommandError("interrupted", 130) from None
+        except OSError as exc:
+            raise CommandError(str(exc), EXIT_OTHER) from None
+
+    return wrapper  # type: ignore[return-value]

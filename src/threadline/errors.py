@@ -1,0 +1,111 @@
+"""The few error types threadline raises.
+
+Misuse by the caller is kept apart from failures while running::
+
+    ThreadlineError
+    ├── UserError                          the caller asked for something that cannot work
+    │   └── CapabilityError                the model lacks a capability the request needs
+    ├── ModelError                         a model call failed (status, partial output, retryable)
+    ├── ProtocolError                      a log breaks the tool-call protocol (index and rule)
+    ├── MessageListDeserializationError    a file or dict is not a readable log (position and field)
+    ├── OutputValidationError              structured output did not validate against the requested type
+    └── StoreError                         the store refused or failed an operation
+
+Provider and driver exceptions never escape: each adapter maps them to one of these at its edge.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CapabilityError",
+    "MessageListDeserializationError",
+    "ModelError",
+    "OutputValidationError",
+    "ProtocolError",
+    "StoreError",
+    "ThreadlineError",
+    "UserError",
+]
+
+
+class ThreadlineError(Exception):
+    """Base class of every error threadline raises on purpose."""
+
+
+class UserError(ThreadlineError):
+    """The caller asked for something that cannot work (a bad name, a bad setting)."""
+
+
+class CapabilityError(UserError):
+    """The chosen model lacks a capability the request needs; raised before any request is sent."""
+
+
+class ModelError(ThreadlineError):
+    """A model call failed.
+
+    Attributes:
+        type: A short machine-readable kind, e.g. ``"rate_limit"``, ``"timeout"``, ``"auth"``, ``"server"``.
+        status: The HTTP status, when there was one.
+        partial: The text the model streamed before it failed (possibly empty).
+        retryable: Whether trying again later may succeed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        type: str = "error",
+        status: int | None = None,
+        partial: str = "",
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.type = type
+        self.status = status
+        self.partial = partial
+        self.retryable = retryable
+
+
+class ProtocolError(ThreadlineError):
+    """A log breaks the tool-call protocol.
+
+    Attributes:
+        index: Position of the offending message in the log.
+        rule: A short name of the broken rule.
+    """
+
+    def __init__(self, message: str, *, index: int, rule: str) -> None:
+        super().__init__(f"message {index}: {message}")
+        self.index = index
+        self.rule = rule
+
+
+class MessageListDeserializationError(ThreadlineError, ValueError):
+    """Data is not a readable log. Nothing partial is ever returned.
+
+    Attributes:
+        position: Index of the offending message, when the problem is inside one.
+        field: Name of the offending field, when there is one.
+    """
+
+    def __init__(self, message: str, *, position: int | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        self.position = position
+        self.field = field
+
+
+class OutputValidationError(ThreadlineError):
+    """Structured output did not parse or validate against the requested type.
+
+    Attributes:
+        text: The model's raw output.
+    """
+
+    def __init__(self, message: str, *, text: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
+class StoreError(ThreadlineError):
+    """The store refused or failed an operation (unknown conversation, newer schema, broken database)."""

@@ -1,0 +1,508 @@
+"""The log: four message kinds, their parts, and `MessageList`.
+
+This module owns the message protocol and nothing else: no I/O, no provider code. Messages are `msgspec`
+structs tagged by ``role``, so a whole log encodes and decodes in one pass (see `threadline.serialization`).
+
+Memory matters here (a server may hold thousands of conversations), so the structs skip the cyclic GC header
+and every message without metadata shares one read-only default `MessageMeta`.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal, SupportsIndex, TypeAlias, overload
+
+import msgspec
+
+from ._ids import new_id
+from .errors import ProtocolError
+
+__all__ = [
+    "AssistantMessage",
+    "Attachment",
+    "LLMError",
+    "Message",
+    "MessageList",
+    "MessageMeta",
+    "Mode",
+    "SystemMessage",
+    "ToolCall",
+    "ToolMessage",
+    "Usage",
+    "UserMessage",
+    "assistant",
+    "content_for_model",
+    "system",
+    "user",
+]
+
+Mode: TypeAlias = Literal["chat", "agent", "run"]
+UtcDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _ReadOnlyDict(dict[str, Any]):
+    """The ``ui`` dict of the shared default meta: writing to it would change every message at once."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            "this message has the shared default meta; give it its own first: message.meta = MessageMeta(ui={...})"
+        )
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
+
+
+class MessageMeta(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """Context and UI metadata carried by every message.
+
+    Attributes:
+        mode: The mode the message was produced in (``"chat"``, ``"agent"``, ``"run"``), if known.
+        run_id: The run that produced the message (run mode).
+        node_id: The run node that produced the message (run mode).
+        agent_id: The agent that produced the message, for multi-agent logs.
+        include_in_context: False for UI-only events: kept in the log, never sent to a model.
+        ui: Free-form UI extras (collapsed, part type, widget, preview).
+    """
+
+    mode: Mode | None = None
+    run_id: str | None = None
+    node_id: str | None = None
+    agent_id: str | None = None
+    include_in_context: bool = True
+    ui: dict[str, Any] = {}
+
+
+DEFAULT_META = MessageMeta(ui=_ReadOnlyDict())
+
+
+class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """One tool call requested by the model.
+
+    Attributes:
+        id: The call id, unique within the log; tool results refer to it.
+        name: The tool's real name (e.g. ``Notes.add_note``), never a provider's wire name.
+        arguments: The parsed arguments.
+        raw_arguments: The model's argument text when it was not valid JSON (``arguments`` is then empty); kept so
+            the failure is visible and the log translates back losslessly.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = {}
+    raw_arguments: str | None = None
+
+
+class LLMError(msgspec.Struct, kw_only=True, gc=False):
+    """Why a model call failed; set on the `AssistantMessage` that logs the failure."""
+
+    type: str
+    message: str
+    retryable: bool = False
+
+
+class Usage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """Token usage reported by the model for one call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+AttachmentKind: TypeAlias = Literal["image", "mention", "file"]
+
+
+class Attachment:
+    """Something attached to a user message: an image, a file, or a mention of a live object.
+
+    A mention (``kind="mention"``) carries ``ref`` and, at run time, ``object``: the tools of every object mentioned
+    so far in a conversation are offered to the model. Only ``ref`` is saved; after a reload,
+    ``conversation.attach(ref, obj)`` binds the object again.
+
+    Args:
+        kind: ``"image"``, ``"mention"`` or ``"file"``.
+        ref: A stable reference (required for mentions).
+        object: The live object of a mention; never serialized.
+        data: Raw bytes (images, files).
+        path: A local path to read the bytes from when ``data`` is not given.
+        url: A remote URL (images).
+        media_type: MIME type, e.g. ``"image/png"``; guessed from ``path`` when omitted.
+        name: A display name.
+    """
+
+    __slots__ = ("data", "kind", "media_type", "name", "object", "path", "ref", "url")
+
+    def __init__(
+        self,
+        kind: AttachmentKind,
+        *,
+        ref: str | None = None,
+        object: Any = None,
+        data: bytes | None = None,
+        path: str | None = None,
+        url: str | None = None,
+        media_type: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        if kind not in ("image", "mention", "file"):
+            raise ValueError(f"unknown attachment kind {kind!r}: expected 'image', 'mention' or 'file'")
+        if kind == "mention" and not ref:
+            raise ValueError("a mention attachment needs a ref")
+        if media_type is None and path is not None:
+            media_type = mimetypes.guess_type(path)[0]
+        self.kind: AttachmentKind = kind
+        self.ref = ref
+        self.object = object
+        self.data = data
+        self.path = str(path) if path is not None else None
+        self.url = url
+        self.media_type = media_type
+        self.name = name
+
+    @classmethod
+    def image(cls, source: str | Path | bytes, *, media_type: str | None = None) -> Attachment:
+        """An image from a path (read now, so the log is self-contained) or from bytes."""
+        if isinstance(source, bytes):
+            return cls("image", data=source, media_type=media_type or _sniff_image(source))
+        path = Path(source)
+        data = path.read_bytes()
+        return cls(
+            "image",
+            data=data,
+            path=str(path),
+            media_type=media_type or mimetypes.guess_type(path.name)[0] or _sniff_image(data),
+            name=path.name,
+        )
+
+    @classmethod
+    def mention(cls, ref: str, obj: Any) -> Attachment:
+        """A mention of a live object whose public methods become tools."""
+        return cls("mention", ref=ref, object=obj)
+
+    def read_bytes(self) -> bytes | None:
+        """The attachment's bytes: ``data``, else the file at ``path``, else None."""
+        if self.data is not None:
+            return self.data
+        if self.path is not None:
+            return Path(self.path).read_bytes()
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The serializable form: every set field except the live ``object``; bytes as base64."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for key in ("ref", "path", "url", "media_type", "name"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.data is not None:
+            out["data"] = base64.b64encode(self.data).decode("ascii")
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Attachment:
+        """Inverse of `to_dict`. Raises ValueError or TypeError on malformed input."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"expected an object, got {type(data).__name__}")
+        unknown = set(data) - {"kind", "ref", "path", "url", "media_type", "name", "data"}
+        if unknown:
+            raise ValueError(f"unknown attachment field(s): {', '.join(sorted(unknown))}")
+        for key in ("ref", "path", "url", "media_type", "name", "data"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise TypeError(f"attachment field {key!r} must be a string")
+        raw = data.get("data")
+        try:
+            decoded = base64.b64decode(raw, validate=True) if raw is not None else None
+        except ValueError as exc:
+            raise ValueError("attachment field 'data' is not valid base64") from exc
+        return cls(
+            data.get("kind"),  # type: ignore[arg-type]
+            ref=data.get("ref"),
+            path=data.get("path"),
+            url=data.get("url"),
+            media_type=data.get("media_type"),
+            name=data.get("name"),
+            data=decoded,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Attachment):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items() if k != "data")
+        size = f", data=<{len(self.data)} bytes>" if self.data is not None else ""
+        return f"Attachment({fields}{size})"
+
+
+def _sniff_image(data: bytes) -> str | None:
+    if data.startswith(b"\x89PNG"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8"):
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+class _BaseMessage(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="role", gc=False):
+    id: str = msgspec.field(default_factory=new_id)
+    """Sortable unique id (a ULID)."""
+    created_at: UtcDatetime = msgspec.field(default_factory=_now)
+    """When the message was made, in UTC."""
+    meta: MessageMeta = DEFAULT_META
+    """Context and UI metadata."""
+
+
+class SystemMessage(_BaseMessage, tag="system"):
+    """An instruction in the log (e.g. from ``.agent(text)``); the per-request system prefix is never stored."""
+
+    content: str
+
+
+class UserMessage(_BaseMessage, tag="user"):
+    """A user turn, optionally with attachments."""
+
+    content: str
+    attachments: list[Attachment] = []
+
+
+class AssistantMessage(_BaseMessage, tag="assistant"):
+    """A model turn: text, tool calls, or a failure (``error`` set, ``content`` = the partial output)."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = []
+    error: LLMError | None = None
+    model: str | None = None
+    usage: Usage | None = None
+
+
+class ToolMessage(_BaseMessage, tag="tool"):
+    """The result of one tool call."""
+
+    tool_call_id: str
+    tool_name: str
+    content: str
+    is_error: bool = False
+    duration_ms: float | None = None
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+def content_for_model(message: AssistantMessage) -> str | None:
+    """The assistant text a provider is sent: for a failed call, the partial output followed by a block
+    ``[LLM_ERROR type=… message=…]`` so that "continue" resumes from it on any provider."""
+    if message.error is None:
+        return message.content
+    block = f"[LLM_ERROR type={message.error.type} message={message.error.message}]"
+    return f"{message.content}\n{block}" if message.content else block
+
+
+def system(text: str, *, meta: MessageMeta | None = None) -> SystemMessage:
+    """A system message for the log."""
+    return SystemMessage(content=text, meta=meta or DEFAULT_META)
+
+
+def user(text: str, attachments: Iterable[Attachment] | None = None, *, meta: MessageMeta | None = None) -> UserMessage:
+    """A user message, optionally with attachments."""
+    return UserMessage(content=text, attachments=list(attachments or ()), meta=meta or DEFAULT_META)
+
+
+def assistant(text: str, *, meta: MessageMeta | None = None) -> AssistantMessage:
+    """An assistant text message (e.g. to seed a conversation with an example answer)."""
+    return AssistantMessage(content=text, meta=meta or DEFAULT_META)
+
+
+_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+
+
+class MessageList:
+    """The mutable, ordered container of a conversation's messages; the single source of truth.
+
+    Serialization lives only here: `to_dict`/`to_json` write version ``"2.0"``; `from_dict`/`from_json` read it,
+    the fluent_llm ``"1.0"`` format, and a bare list of OpenAI chat messages.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, messages: Iterable[Message] | None = None) -> None:
+        items = list(messages) if messages is not None else []
+        for index, message in enumerate(items):
+            _check_message(message, index)
+        self._items: list[Message] = items
+
+    @classmethod
+    def _from_trusted(cls, items: list[Message]) -> MessageList:
+        new = cls.__new__(cls)
+        new._items = items
+        return new
+
+    def append(self, message: Message) -> None:
+        """Add one message at the end."""
+        _check_message(message, len(self._items))
+        self._items.append(message)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        """Add several messages at the end, in order."""
+        items = list(messages)
+        for offset, message in enumerate(items):
+            _check_message(message, len(self._items) + offset)
+        self._items.extend(items)
+
+    def copy(self) -> MessageList:
+        """A new list holding the same messages."""
+        return MessageList._from_trusted(list(self._items))
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> MessageList: ...
+    def __getitem__(self, index: SupportsIndex | slice) -> Message | MessageList:
+        if isinstance(index, slice):
+            return MessageList._from_trusted(self._items[index])
+        return self._items[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MessageList):
+            return self._items == other._items
+        if isinstance(other, list):
+            return self._items == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MessageList({len(self._items)} messages)"
+
+    def validate(self) -> None:
+        """Check the tool-call protocol.
+
+        Every tool result answers a call of an earlier assistant message with the same id, at most once, and the
+        results of one assistant message come before the next assistant or user message. A log may end with
+        unanswered calls (a crash mid-loop); the loop and the context builder repair that before sending.
+
+        Raises:
+            ProtocolError: naming the index of the first offending message and the rule.
+        """
+        validate_messages(self._items)
+
+    def pending_tool_calls(self) -> list[ToolCall]:
+        """Tool calls of the last assistant message that have no result yet (what a crash left dangling)."""
+        answered: set[str] = set()
+        for message in reversed(self._items):
+            if isinstance(message, ToolMessage):
+                answered.add(message.tool_call_id)
+            elif isinstance(message, AssistantMessage):
+                return [call for call in message.tool_calls if call.id not in answered]
+            elif isinstance(message, UserMessage):
+                return []
+        return []
+
+    # Serialization: implemented in threadline.serialization, which owns the wire forms and their versions.
+    def to_dict(self) -> dict[str, Any]:
+        """``{"version": "2.0", "messages": [...]}`` with JSON-ready values."""
+        from .serialization import dump_dict
+
+        return dump_dict(self._items)
+
+    def to_json(self) -> str:
+        """The version ``"2.0"`` JSON text."""
+        from .serialization import dump_json
+
+        return dump_json(self._items).decode("utf-8")
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MessageList:
+        """Read version ``"2.0"``, fluent_llm ``"1.0"``, or a bare list of OpenAI chat messages.
+
+        Raises:
+            MessageListDeserializationError: naming the offending position and field; nothing partial is returned.
+        """
+        from .serialization import load_data
+
+        return cls._from_trusted(load_data(data))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> MessageList:
+        """Parse JSON text in any format `from_dict` reads.
+
+        Raises:
+            MessageListDeserializationError: for broken JSON or any malformed content.
+        """
+        from .serialization import load_json
+
+        return cls._from_trusted(load_json(text))
+
+
+def _check_message(message: object, index: int) -> None:
+    if type(message) not in _MESSAGE_TYPES:
+        raise TypeError(
+            f"item {index} is a {type(message).__name__}, not a message "
+            "(SystemMessage, UserMessage, AssistantMessage or ToolMessage)"
+        )
+
+
+def validate_messages(items: Iterable[Message]) -> None:
+    """The protocol check behind `MessageList.validate`, for any sequence of messages."""
+    pending: dict[str, int] = {}  # call id -> index of the assistant message that made it
+    answered: set[str] = set()
+    for index, message in enumerate(items):
+        if isinstance(message, ToolMessage):
+            call_id = message.tool_call_id
+            if call_id in pending:
+                del pending[call_id]
+                answered.add(call_id)
+            elif call_id in answered:
+                raise ProtocolError(f"tool call {call_id!r} is answered more than once", index=index, rule="duplicate")
+            else:
+                raise ProtocolError(
+                    f"tool result answers {call_id!r}, which no earlier assistant message called",
+                    index=index,
+                    rule="orphan",
+                )
+        elif isinstance(message, (AssistantMessage, UserMessage)):
+            if pending:
+                call_id, origin = next(iter(pending.items()))
+                raise ProtocolError(
+                    f"tool call {call_id!r} of message {origin} has no result before this "
+                    f"{'assistant' if isinstance(message, AssistantMessage) else 'user'} message",
+                    index=index,
+                    rule="unanswered",
+                )
+            if isinstance(message, AssistantMessage):
+                answered.clear()
+                for call in message.tool_calls:
+                    if call.id in pending:
+                        raise ProtocolError(
+                            f"tool call id {call.id!r} appears twice in one message", index=index, rule="duplicate_id"
+                        )
+                    pending[call.id] = index
