@@ -2,15 +2,20 @@
 
 Each thread gets one private event loop, reused across calls, so connection pools made on it (httpx clients) stay
 valid from one synchronous ``prompt()`` to the next. The loops are closed at interpreter exit.
+
+asyncio is imported on first use, not with the package: it is most of the cost of ``import threadline``, and
+reading logs or listing conversations never needs it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["in_event_loop", "iterate_sync", "run_sync"]
 
@@ -22,6 +27,8 @@ _loops_lock = threading.Lock()
 
 def in_event_loop() -> bool:
     """Whether the calling thread is running an event loop."""
+    import asyncio
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -30,6 +37,8 @@ def in_event_loop() -> bool:
 
 
 def _loop() -> asyncio.AbstractEventLoop:
+    import asyncio
+
     loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
     if loop is None or loop.is_closed():
         loop = asyncio.new_event_loop()
@@ -49,6 +58,10 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
     """Drive an async iterator from synchronous code, one item at a time."""
+    if in_event_loop():
+        # Without this check asyncio says "Cannot run the event loop while another loop is running", which does
+        # not tell the caller what to do.
+        raise RuntimeError("a sync `for` was used inside a running event loop; use `async for` there instead")
     loop = _loop()
     try:
         while True:

@@ -11,16 +11,19 @@ applies the deltas to a `Conversation` (a new one, or the one ``conversation.con
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
+
+from ._ids import new_id
 from ._sync import in_event_loop, iterate_sync, run_sync
 from .conversation import MODES, Conversation, split_settings
 from .errors import OutputValidationError, UserError
-from .loop import run_turn
-from .messages import Attachment, Message, SystemMessage, assistant, user
+from .loop import repair_pending, run_turn
+from .messages import DEFAULT_META, Attachment, Message, MessageMeta, SystemMessage, assistant, user
 from .models.base import Model, ResponseFormat
 
 if TYPE_CHECKING:
@@ -202,7 +205,11 @@ class PromptBuilder:
             merged.extend(item for item in self._tools if not any(item is known for known in merged))
             config["tools"] = merged
         conversation.apply_config_deltas(config)
-        conversation.add(*self._messages)
+        meta = conversation._turn_options().meta
+        if self._messages:
+            # Calls a crash left unanswered are answered before the new messages, or the log breaks the protocol.
+            repair_pending(conversation, meta)
+        conversation.add(*(_fresh(message, meta) for message in self._messages))
         conversation._arm(settings)
         return conversation
 
@@ -313,6 +320,8 @@ class TextStream:
         return iterate_sync(self._run())
 
     async def _run(self) -> AsyncIterator[str]:
+        import asyncio  # already loaded here (a coroutine is running); not imported with the package
+
         conversation = self._builder.prompt_conversation(**self._settings)
         self.conversation = conversation
         queue: asyncio.Queue[str | None] = asyncio.Queue()
@@ -339,6 +348,14 @@ class TextStream:
                     await task
                 except (asyncio.CancelledError, Exception):
                     pass
+
+
+def _fresh(message: Message, meta: MessageMeta | None) -> Message:
+    """A copy with a new id and timestamp (a builder may be run many times, and ids are unique within a log),
+    tagged with the conversation's mode unless it carries its own meta."""
+    if meta is not None and message.meta is DEFAULT_META:
+        return msgspec.structs.replace(message, id=new_id(), created_at=datetime.now(UTC), meta=meta)
+    return msgspec.structs.replace(message, id=new_id(), created_at=datetime.now(UTC))
 
 
 def _text(text: str, what: str) -> str:

@@ -12,7 +12,6 @@ are done, and a failed model call (with the text it streamed) before `ModelError
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from .tools import ResolvedTools, execute_tool_call
 if TYPE_CHECKING:
     from .conversation import Conversation
 
-__all__ = ["TurnOptions", "TurnResult", "run_turn"]
+__all__ = ["TurnOptions", "TurnResult", "repair_pending", "run_turn"]
 
 INTERRUPTED_TOOL = "interrupted: the previous run stopped before this tool call finished; it may not have run"
 
@@ -82,11 +81,7 @@ async def run_turn(conversation: Conversation, options: TurnOptions) -> AsyncIte
     record = conversation._record
     model = conversation.resolve_model()
 
-    for call in conversation.messages.pending_tool_calls():
-        repaired = ToolMessage(
-            tool_call_id=call.id, tool_name=call.name, content=INTERRUPTED_TOOL, is_error=True, meta=_meta(options)
-        )
-        record(repaired)
+    for repaired in repair_pending(conversation, options.meta):
         result.new_messages.append(repaired)
         yield repaired
 
@@ -94,7 +89,7 @@ async def run_turn(conversation: Conversation, options: TurnOptions) -> AsyncIte
     while True:
         final_round = result.rounds >= options.max_tool_rounds
         tools = ResolvedTools() if final_round else conversation._resolve_tools()
-        built = conversation._build_context(tools, options.run_context)
+        built = await conversation._build_context(tools, options.run_context)
         offered = tools.tools
         if built.report.artifacts and not final_round:
             offered = conversation._with_artifact_reader(offered)
@@ -148,6 +143,26 @@ async def run_turn(conversation: Conversation, options: TurnOptions) -> AsyncIte
         tool_choice = None  # Only the first request of a turn is forced.
 
 
+def repair_pending(conversation: Conversation, meta: Any = None) -> list[ToolMessage]:
+    """Answer the tool calls a crash left unanswered with an ``interrupted`` error result, recorded in the log.
+
+    Returns:
+        The recorded results, in call order (empty when nothing was pending).
+    """
+    repaired: list[ToolMessage] = []
+    for call in conversation.messages.pending_tool_calls():
+        message = ToolMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=INTERRUPTED_TOOL,
+            is_error=True,
+            meta=meta if meta is not None else DEFAULT_META,
+        )
+        conversation._record(message)
+        repaired.append(message)
+    return repaired
+
+
 async def _call_model(
     conversation: Conversation, model: Any, request: ModelRequest, options: TurnOptions, result: TurnResult
 ) -> ModelResponse:
@@ -166,6 +181,8 @@ async def _call_model(
         if response is None:
             raise ModelError(f"model {model.name!r} ended its stream without a response", type="empty_response")
     except BaseException as exc:
+        import asyncio  # already loaded here (a coroutine is running); not imported with the package
+
         partial = "".join(parts) or getattr(exc, "partial", "") or ""
         if isinstance(exc, ModelError):
             error = LLMError(type=exc.type, message=str(exc), retryable=exc.retryable)
@@ -199,6 +216,8 @@ async def _run_tools(calls: list[ToolCall], tools: dict[str, Any], options: Turn
     if len(calls) == 1:
         yield _with_meta(await execute_tool_call(calls[0], tools, timeout), options)
         return
+    import asyncio  # already loaded here (a coroutine is running); not imported with the package
+
     tasks = [asyncio.ensure_future(execute_tool_call(call, tools, timeout)) for call in calls]
     try:
         for task in tasks:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,7 +57,8 @@ class _ReadOnlyDict(dict[str, Any]):
             "this message has the shared default meta; give it its own first: message.meta = MessageMeta(ui={...})"
         )
 
-    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
+    # ``|=`` too: ``message.meta.ui |= {...}`` mutates the dict before the frozen meta refuses the assignment.
+    __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
 
 
 class MessageMeta(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
@@ -82,6 +84,32 @@ class MessageMeta(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True,
 DEFAULT_META = MessageMeta(ui=_ReadOnlyDict())
 
 
+class _ReadOnlyList(list[Any]):
+    """The one empty ``attachments``/``tool_calls`` list shared by every message that has none.
+
+    Most messages have neither, and an empty list per message costs 56 bytes; writing to the shared one would change
+    every message at once, so it refuses.
+    """
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            "this message has the shared empty list; give it its own first: "
+            "message.tool_calls = [...] or message.attachments = [...]"
+        )
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+
+NO_ITEMS: list[Any] = _ReadOnlyList()
+
+
+def _shared(name: str) -> str:
+    """One copy of a name that repeats across a log (tool and model names); interned strings are freed with their
+    last user, so a log full of distinct names costs nothing extra once it is gone."""
+    return sys.intern(name) if type(name) is str else name
+
+
 class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """One tool call requested by the model.
 
@@ -97,6 +125,9 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     name: str
     arguments: dict[str, Any] = {}
     raw_arguments: str | None = None
+
+    def __post_init__(self) -> None:
+        self.name = _shared(self.name)
 
 
 class LLMError(msgspec.Struct, kw_only=True, gc=False):
@@ -283,17 +314,28 @@ class UserMessage(_BaseMessage, tag="user"):
     """A user turn, optionally with attachments."""
 
     content: str
-    attachments: list[Attachment] = []
+    attachments: list[Attachment] = NO_ITEMS
+
+    def __post_init__(self) -> None:
+        if not self.attachments and self.attachments is not NO_ITEMS:
+            self.attachments = NO_ITEMS
 
 
 class AssistantMessage(_BaseMessage, tag="assistant"):
     """A model turn: text, tool calls, or a failure (``error`` set, ``content`` = the partial output)."""
 
     content: str | None = None
-    tool_calls: list[ToolCall] = []
+    tool_calls: list[ToolCall] = NO_ITEMS
     error: LLMError | None = None
     model: str | None = None
     usage: Usage | None = None
+
+    def __post_init__(self) -> None:
+        # Memory: most assistant messages have no tool calls and share one empty list; model names repeat.
+        if not self.tool_calls and self.tool_calls is not NO_ITEMS:
+            self.tool_calls = NO_ITEMS
+        if self.model is not None:
+            self.model = _shared(self.model)
 
 
 class ToolMessage(_BaseMessage, tag="tool"):
@@ -304,6 +346,9 @@ class ToolMessage(_BaseMessage, tag="tool"):
     content: str
     is_error: bool = False
     duration_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        self.tool_name = _shared(self.tool_name)
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage

@@ -11,8 +11,6 @@ loop goes on and the model can correct itself.
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import inspect
 import re
 import time
@@ -112,6 +110,8 @@ class Tool:
         """Call the handler: async handlers are awaited, sync ones run in a worker thread."""
         if self.is_async:
             return await self.handler(**kwargs)
+        import asyncio  # imported on first use: see threadline._sync
+
         return await asyncio.to_thread(self.handler, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -206,11 +206,20 @@ def _arguments_model(handler: Callable[..., Any], name: str, param_docs: Mapping
         fields[param.name] = (annotation, pydantic.Field(default, description=param_docs.get(param.name) or None))
     model_name = re.sub(r"\W", "_", name) + "_arguments"
     try:
-        return pydantic.create_model(
+        model = pydantic.create_model(
             model_name, __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
         )
     except (pydantic.PydanticSchemaGenerationError, TypeError) as exc:
         raise UserError(f"tool {name!r}: its argument types cannot be described as JSON schema: {exc}") from exc
+    if not model.__pydantic_complete__:
+        # A hint pydantic could not resolve (a string naming a local class under postponed annotations) would
+        # otherwise fail later, deep inside pydantic, with advice about model_rebuild() that means nothing here.
+        unresolved = ", ".join(f"{key}: {value[0]}" for key, value in fields.items() if isinstance(value[0], str))
+        raise UserError(
+            f"tool {name!r}: cannot resolve the type hints of its arguments ({unresolved or 'see the signature'}); "
+            "define the types they name at module level"
+        )
+    return model
 
 
 _SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
@@ -482,6 +491,8 @@ def encode_result(value: Any) -> str:
 
 async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_timeout: float | None) -> ToolMessage:
     """Run one tool call and return its result message; every failure becomes an ``is_error`` result."""
+    import asyncio  # imported on first use: see threadline._sync
+
     started = time.perf_counter()
     tool_ = tools.get(call.name)
     is_error = True
@@ -500,10 +511,17 @@ async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_t
             content = f"Invalid arguments for tool {call.name!r}: {exc}"
         else:
             timeout = tool_.timeout if tool_.timeout is not None else default_timeout
+            # asyncio.timeout rather than wait_for: no extra task per call (a third of a tool round's overhead),
+            # and expired() tells our deadline apart from a TimeoutError the tool raised itself.
+            deadline = asyncio.timeout(timeout)
             try:
-                result = await asyncio.wait_for(tool_.invoke(kwargs), timeout)
-            except TimeoutError:
-                content = f"Tool {call.name!r} timed out after {timeout:g} s and was stopped."
+                async with deadline:
+                    result = await tool_.invoke(kwargs)
+            except TimeoutError as exc:
+                if deadline.expired():
+                    content = f"Tool {call.name!r} timed out after {timeout:g} s and was stopped."
+                else:
+                    content = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
             except Exception as exc:
                 content = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
             else:
@@ -565,6 +583,8 @@ class ToolCatalog:
         base = _WIRE_BAD.sub("_", name) or "tool"
         if len(base) <= 64 and base not in self._to_real:
             return self._assign(name, base)
+        import hashlib  # only here, for the rare long or colliding name: it loads OpenSSL, a few ms of import
+
         digest = hashlib.sha256(name.encode("utf-8")).hexdigest()
         candidate = f"{base[:55]}_{digest[:8]}"
         counter = 8

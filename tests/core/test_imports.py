@@ -1,0 +1,53 @@
+"""`import threadline` stays light: no HTTP client, model runtime, driver, CLI/web library or SDK (DESIGN §2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ["httpx", "httpx_sse", "llama_cpp", "psycopg", "psycopg_pool", "click", "rich", "starlette", "uvicorn",
+         "jinja2", "pydantic", "pydantic_core", "openai", "anthropic"]  # fmt: skip
+
+
+def loaded_after(code: str) -> set[str]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=120)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def heavy_in(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY)
+
+
+def test_import_threadline_loads_no_heavy_dependency() -> None:
+    modules = loaded_after("import threadline")
+    assert "threadline" in modules
+    assert heavy_in(modules) == []
+
+
+def test_reading_a_log_and_using_scripted_model_stay_light() -> None:
+    code = """
+import threadline
+from threadline import MessageList, llm
+from threadline.testing import ScriptedModel
+log = MessageList.from_json('{"version": "2.0", "messages": [{"role": "user", "content": "hi"}]}')
+log.to_json()
+llm.model(ScriptedModel(["ok"])).request("hi").prompt()
+"""
+    assert heavy_in(loaded_after(code)) == []
+
+
+def test_resolving_local_does_not_import_httpx() -> None:
+    # The name resolves lazily: asking for the model class must not pull in the HTTP stack.
+    code = "import threadline.models as m\nm._factories['local']"
+    assert "httpx" not in loaded_after(code)
+
+
+def test_reading_logs_does_not_start_asyncio() -> None:
+    # asyncio is most of the import cost; commands that only read logs (list, show, export) never need it.
+    code = """
+from threadline import MessageList
+MessageList.from_json('{"version": "2.0", "messages": [{"role": "user", "content": "hi"}]}').validate()
+"""
+    assert "asyncio" not in loaded_after(code)
