@@ -15,19 +15,15 @@ text is saved as an artifact and the model can read it with the built-in ``read_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._window import select_window
 from .messages import (
-    AssistantMessage,
     Message,
     MessageList,
     SystemMessage,
-    ToolCall,
-    ToolMessage,
-    UserMessage,
-    content_for_model,
 )
 
 if TYPE_CHECKING:
@@ -46,7 +42,6 @@ __all__ = [
 ]
 
 ARTIFACT_SCHEME = "artifact://"
-INTERRUPTED = "interrupted: this tool call did not finish (the previous run stopped before its result was recorded)"
 
 
 def estimate_tokens(text: str) -> int:
@@ -90,7 +85,7 @@ class ContextSettings:
             raise ValueError("tool_preview_chars must be at least 1")
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ModePrompts:
     """The texts of the system prefix. Each is used as given; empty strings are left out.
 
@@ -153,6 +148,8 @@ class ContextReport:
         synthetic: Ids of results made up for calls that had none (``interrupted``).
         artifacts: URIs of tool outputs sent as previews.
         summary: The summary note inserted for dropped messages, if any.
+        prefix_messages: How many messages at the start of the request were made by the builder (system prefix,
+            run context, summary note), not taken from the log.
     """
 
     kept: list[str] = field(default_factory=list)
@@ -163,6 +160,7 @@ class ContextReport:
     synthetic: list[str] = field(default_factory=list)
     artifacts: list[str] = field(default_factory=list)
     summary: str | None = None
+    prefix_messages: int = 0
     _explicit: list[DroppedMessage] = field(default_factory=list)
     _log: Sequence[Message] | None = None
     _cut: int = 0
@@ -199,15 +197,6 @@ ArtifactSink = Callable[[str, str], str]
 """Saves a full tool output ``(tool_call_id, content)`` and returns its artifact URI."""
 
 
-@dataclass(slots=True)
-class _Unit:
-    messages: list[Message]
-    cost_chars: int
-    cost_tokens: int
-    first_index: int
-    is_user: bool = False
-
-
 class ContextBuilder:
     """Builds the messages of each request from the log. See the module docstring for the rules.
 
@@ -219,6 +208,7 @@ class ContextBuilder:
     def __init__(self, settings: ContextSettings | None = None, prompts: ModePrompts | None = None) -> None:
         self.settings = settings or ContextSettings()
         self.prompts = prompts or ModePrompts()
+        self._prefixes: dict[tuple[Any, ...], SystemMessage] = {}
 
     def system_prefix(
         self,
@@ -279,262 +269,51 @@ class ContextBuilder:
         if tool_instructions:
             all_instructions.extend(text for text in tool_instructions if text not in all_instructions)
         offered = bool(getattr(tools, "tools", tools))
-        prefix_text = self.system_prefix(mode, persona, tools_offered=offered, instructions=all_instructions)
-        head: list[Message] = [SystemMessage(content=prefix_text)]
+        key = (self.prompts, mode, persona, offered, tuple(all_instructions))
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            # The prefix is the same for every request of a mode: build its message once.
+            if len(self._prefixes) >= 256:
+                self._prefixes.clear()
+            text = self.system_prefix(mode, persona, tools_offered=offered, instructions=all_instructions)
+            prefix = self._prefixes[key] = SystemMessage(content=text)
+        head: list[Message] = [prefix]
         if run_context is not None:
             head.extend(run_context.messages())
 
         report = ContextReport(_log=items)
-        units, cut = self._window(items, report, count, conversation_id, artifacts)
+        window, cut = select_window(
+            items, settings, None if count is estimate_tokens else count, conversation_id, artifacts, report
+        )
         report._cut = cut
         if summary and cut > 0:
-            note = SystemMessage(content=f"SUMMARY OF EARLIER MESSAGES\n{summary}")
-            head.append(note)
+            head.append(_summary_note(summary))
             report.summary = summary
-
-        messages = head
+        report.prefix_messages = len(head)
         for message in head:
-            text = _text_of(message)
+            text = message.content or ""
             report.chars += len(text)
             report.estimated_tokens += count(text) + 4
-        for unit in units:
-            messages.extend(unit.messages)
+        messages = head
+        messages.extend(window)
         return BuiltContext(messages=messages, report=report)
 
-    def _window(
-        self,
-        items: Sequence[Message],
-        report: ContextReport,
-        count: Callable[[str], int],
-        conversation_id: str | None,
-        artifacts: ArtifactSink | None,
-    ) -> tuple[list[_Unit], int]:
-        """Walk the log newest first; return the kept units (in log order) and the index of the cut.
+    def add_summary(self, built: BuiltContext, summary: str) -> None:
+        """Insert a summary of the dropped messages as a system note right after the builder's prefix."""
+        note = _summary_note(summary)
+        report = built.report
+        built.messages.insert(report.prefix_messages, note)
+        report.prefix_messages += 1
+        report.summary = summary
+        report.chars += len(note.content)
+        count = self.settings.token_counter or estimate_tokens
+        report.estimated_tokens += count(note.content) + 4
 
-        The newest unit and the latest user message are always kept. Units of the current turn (after the latest
-        user message) that no longer fit are dropped oldest first, and once anything has not fitted, nothing older
-        than the latest user message is kept: the window stays one contiguous stretch of history plus the turn.
-        """
-        settings = self.settings
-        include_ui = settings.include_ui_events
-        explicit = report._explicit
-        max_messages, max_chars, max_tokens = settings.max_messages, settings.max_chars, settings.max_tokens
-        kept_rev: list[_Unit] = []
-        used_messages = used_chars = used_tokens = 0
-        seen_user = False
-        full = False
-        index = len(items) - 1
-        while index >= 0:
-            unit, next_index = self._unit_ending_at(
-                items, index, include_ui, explicit, count, conversation_id, artifacts, report
-            )
-            if unit is None:
-                index = next_index
-                continue
-            mandatory = not kept_rev or (unit.is_user and not seen_user)
-            if not mandatory:
-                reason = None
-                if full:
-                    reason = report.stopped_by
-                elif used_messages + len(unit.messages) > max_messages:
-                    reason = "max_messages"
-                elif used_chars + unit.cost_chars > max_chars:
-                    reason = "max_chars"
-                elif max_tokens is not None and used_tokens + unit.cost_tokens > max_tokens:
-                    reason = "max_tokens"
-                if reason is not None:
-                    full = True
-                    report.stopped_by = reason
-                    if seen_user:
-                        break
-                    # Inside the current turn: drop this unit and keep looking for the latest user message.
-                    explicit.extend(
-                        DroppedMessage(m.id, f"budget:{reason}") for m in unit.messages if m.id not in report.synthetic
-                    )
-                    index = next_index
-                    continue
-            used_messages += len(unit.messages)
-            used_chars += unit.cost_chars
-            used_tokens += unit.cost_tokens
-            kept_rev.append(unit)
-            if unit.is_user:
-                seen_user = True
-            index = next_index
-        report.over_budget = (
-            used_messages > max_messages
-            or used_chars > max_chars
-            or (max_tokens is not None and used_tokens > max_tokens)
-        )
-        kept_rev.reverse()
-        synthetic = set(report.synthetic)
-        for unit in kept_rev:
-            report.kept.extend(m.id for m in unit.messages if m.id not in synthetic)
-        report.chars = used_chars
-        report.estimated_tokens = used_tokens
-        return kept_rev, index + 1
 
-    def _unit_ending_at(
-        self,
-        items: Sequence[Message],
-        index: int,
-        include_ui: bool,
-        explicit: list[DroppedMessage],
-        count: Callable[[str], int],
-        conversation_id: str | None,
-        artifacts: ArtifactSink | None,
-        report: ContextReport,
-    ) -> tuple[_Unit | None, int]:
-        """The unit whose last message is at ``index`` (or None when that message is skipped), and the index
-        just before the unit."""
-        message = items[index]
-        if not include_ui and not message.meta.include_in_context:
-            explicit.append(DroppedMessage(message.id, "ui_only"))
-            return None, index - 1
-        kind = type(message)
-        if kind is ToolMessage:
-            # Gather the results back to their assistant message.
-            results: list[ToolMessage] = []
-            j = index
-            while j >= 0:
-                candidate = items[j]
-                if type(candidate) is ToolMessage:
-                    if include_ui or candidate.meta.include_in_context:
-                        results.append(candidate)
-                    else:
-                        explicit.append(DroppedMessage(candidate.id, "ui_only"))
-                    j -= 1
-                    continue
-                if not include_ui and not candidate.meta.include_in_context:
-                    explicit.append(DroppedMessage(candidate.id, "ui_only"))
-                    j -= 1
-                    continue
-                break
-            owner = items[j] if j >= 0 else None
-            results.reverse()
-            if type(owner) is AssistantMessage and owner.tool_calls:
-                unit = self._tool_unit(owner, results, j, explicit, count, conversation_id, artifacts, report)
-                return unit, j - 1
-            explicit.extend(DroppedMessage(result.id, "orphan") for result in results)
-            return None, j
-        if kind is AssistantMessage:
-            if message.tool_calls:  # type: ignore[union-attr]
-                unit = self._tool_unit(message, [], index, explicit, count, conversation_id, artifacts, report)  # type: ignore[arg-type]
-                return unit, index - 1
-            if message.content is None and message.error is None:
-                explicit.append(DroppedMessage(message.id, "empty"))
-                return None, index - 1
-            if message.error is not None:  # type: ignore[union-attr]
-                # Sent as text ending in an [LLM_ERROR …] block, so "continue" has an anchor on every provider.
-                message = AssistantMessage(
-                    id=message.id,
-                    created_at=message.created_at,
-                    meta=message.meta,
-                    content=content_for_model(message),  # type: ignore[arg-type]
-                    model=message.model,  # type: ignore[union-attr]
-                )
-        text = _text_of(message)
-        return (
-            _Unit([message], len(text), count(text) + 4, index, is_user=kind is UserMessage),
-            index - 1,
-        )
-
-    def _tool_unit(
-        self,
-        owner: AssistantMessage,
-        results: list[ToolMessage],
-        owner_index: int,
-        explicit: list[DroppedMessage],
-        count: Callable[[str], int],
-        conversation_id: str | None,
-        artifacts: ArtifactSink | None,
-        report: ContextReport,
-    ) -> _Unit:
-        settings = self.settings
-        by_id: dict[str, ToolMessage] = {}
-        for result in results:
-            if result.tool_call_id in by_id or not any(call.id == result.tool_call_id for call in owner.tool_calls):
-                explicit.append(DroppedMessage(result.id, "duplicate" if result.tool_call_id in by_id else "orphan"))
-                continue
-            by_id[result.tool_call_id] = result
-        unit_messages: list[Message] = [owner]
-        text = _text_of(owner)
-        chars = len(text)
-        tokens = count(text) + 4
-        for call in owner.tool_calls:
-            found = by_id.get(call.id)
-            if found is None:
-                shaped = _interrupted(call)
-                report.synthetic.append(shaped.id)
-            else:
-                shaped = self._shape_result(found, settings, conversation_id, artifacts, report)
-            unit_messages.append(shaped)
-            chars += len(shaped.content)
-            tokens += count(shaped.content) + 4
-        return _Unit(unit_messages, chars, tokens, owner_index)
-
-    def _shape_result(
-        self,
-        result: ToolMessage,
-        settings: ContextSettings,
-        conversation_id: str | None,
-        artifacts: ArtifactSink | None,
-        report: ContextReport,
-    ) -> ToolMessage:
-        content = result.content
-        if result.tool_name == "read_artifact":
-            # What the model asked to read is sent whole: previewing it again would send it in circles.
-            return result
-        if not settings.include_tool_results:
-            shown = f"[tool result omitted from context: {len(content)} characters]"
-        elif len(content) > settings.tool_preview_chars:
-            if artifacts is not None:
-                uri = artifacts(result.tool_call_id, content)
-            else:
-                uri = artifact_uri(conversation_id or "_", result.tool_call_id)
-            report.artifacts.append(uri)
-            shown = (
-                f"{content[: settings.tool_preview_chars]}\n…\n[{len(content)} characters in all; showing the first "
-                f"{settings.tool_preview_chars}]\nFull output: {uri}"
-            )
-        else:
-            return result
-        return ToolMessage(
-            id=result.id,
-            created_at=result.created_at,
-            meta=result.meta,
-            tool_call_id=result.tool_call_id,
-            tool_name=result.tool_name,
-            content=shown,
-            is_error=result.is_error,
-            duration_ms=result.duration_ms,
-        )
+def _summary_note(summary: str) -> SystemMessage:
+    return SystemMessage(content=f"SUMMARY OF EARLIER MESSAGES\n{summary}")
 
 
 def artifact_uri(conversation_id: str, name: str) -> str:
     """``artifact://<conversation>/<name>``."""
     return f"{ARTIFACT_SCHEME}{conversation_id}/{name}"
-
-
-def _interrupted(call: ToolCall) -> ToolMessage:
-    return ToolMessage(tool_call_id=call.id, tool_name=call.name, content=INTERRUPTED, is_error=True)
-
-
-def _text_of(message: Message) -> str:
-    kind = type(message)
-    if kind is AssistantMessage:
-        text = message.content or ""
-        for call in message.tool_calls:  # type: ignore[union-attr]
-            text += call.name + (call.raw_arguments if call.raw_arguments is not None else _args_text(call.arguments))
-        return text
-    return message.content
-
-
-def _args_text(arguments: Mapping[str, Any]) -> str:
-    if not arguments:
-        return "{}"
-    import msgspec
-
-    try:
-        return msgspec.json.encode(arguments).decode("utf-8")
-    except (TypeError, msgspec.EncodeError):
-        return str(arguments)

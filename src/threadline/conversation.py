@@ -129,7 +129,9 @@ class Conversation:
         self._artifacts: dict[str, str] = {}
         self._saved_artifacts: set[str] = set()
         self._artifact_tool: Tool | None = None
+        self._memory_cache: dict[str, Any] = {}
         self._in_store = False
+        self._untitled = False  # stored without a title yet: the first user message names it
         if store is not None and id is not None and store.has_conversation(id):
             if messages is not None:
                 raise UserError(
@@ -204,12 +206,18 @@ class Conversation:
         if self.store is not None:
             self._ensure_stored()
             self.store.append(self.id, (message,))
+            if self._untitled and type(message) is UserMessage and message.content.strip():
+                # The row was made before any user message (e.g. to keep the mode): title it now.
+                self.store.update_metadata(self.id, title=self._title())
+                self._untitled = False
 
     def _ensure_stored(self) -> None:
         if self._in_store or self.store is None:
             return
         if not self.store.has_conversation(self.id):
-            self.store.create_conversation(title=self._title(), id=self.id)
+            title = self._title()
+            self.store.create_conversation(title=title, id=self.id)
+            self._untitled = title is None
             if self.config.mode is not None:
                 self.store.update_metadata(self.id, active_mode=self.config.mode)
         self._in_store = True
@@ -316,12 +324,30 @@ class Conversation:
             return builder
         return context
 
-    def _build_context(self, tools: ResolvedTools, run_context: Any = None) -> BuiltContext:
+    def build_context(self, mode: str | None = None, run_context: Any = None) -> BuiltContext:
+        """The request the next turn would send (without a summary note), and its report; changes nothing but
+        saving large tool outputs as artifacts. Used by ``threadline logs show ID --context``."""
+        tools = self._resolve_tools()
+        return self._context_builder().build(
+            self.messages,
+            mode or self.config.mode,
+            self.config.persona,
+            run_context,
+            tools,
+            artifacts=self._save_artifact,
+            conversation_id=self.id,
+            token_counter=self._token_counter(),
+        )
+
+    def _token_counter(self) -> Any:
         builder = self._context_builder()
-        counter = None
         if builder.settings.max_tokens is not None and builder.settings.token_counter is None:
-            counter = getattr(self.resolve_model(), "count_tokens", None)
-        return builder.build(
+            return getattr(self.resolve_model(), "count_tokens", None)
+        return None
+
+    async def _build_context(self, tools: ResolvedTools, run_context: Any = None) -> BuiltContext:
+        builder = self._context_builder()
+        built = builder.build(
             self.messages,
             self.config.mode,
             self.config.persona,
@@ -329,8 +355,63 @@ class Conversation:
             tools,
             artifacts=self._save_artifact,
             conversation_id=self.id,
-            token_counter=counter,
+            token_counter=self._token_counter(),
         )
+        cut = built.report.dropped_span()[1]
+        if builder.settings.summarizer is not None and cut > 0:
+            summary = await self._summary_of_head(cut)
+            if summary:
+                builder.add_summary(built, summary)
+        return built
+
+    async def _summary_of_head(self, cut: int) -> str | None:
+        """A summary of the log's first ``cut`` messages, rolled forward from the last one and cached by span."""
+        from ._summary import summarize
+        from .models import get_model
+
+        items = self.messages._items
+        first, last = items[0].id, items[cut - 1].id
+        span_key = f"summary:{self.id}:{first}:{last}"
+        latest_key = f"summary:{self.id}:latest"
+        cached = self._cache_get(span_key)
+        if isinstance(cached, str):
+            return cached
+        previous: str | None = None
+        start = 0
+        latest = self._cache_get(latest_key)
+        if isinstance(latest, dict):
+            index = latest.get("upto_index")
+            if (
+                isinstance(index, int)
+                and 0 <= index < cut
+                and items[index].id == latest.get("upto_id")
+                and isinstance(latest.get("text"), str)
+            ):
+                previous, start = latest["text"], index + 1
+        summarizer = self._context_builder().settings.summarizer
+        assert summarizer is not None
+        try:
+            text = await summarize(get_model(summarizer), previous, items[start:cut])
+        except Exception as exc:  # a failed summary must not fail the turn: the window is sent without it
+            import logging
+
+            logging.getLogger("threadline").warning("summarizer failed, sending the window without a summary: %s", exc)
+            return None
+        if text:
+            self._cache_put(span_key, text)
+            self._cache_put(latest_key, {"upto_index": cut - 1, "upto_id": last, "text": text})
+        return text or None
+
+    def _cache_get(self, key: str) -> Any:
+        if self.store is not None:
+            return self.store.cache_get(key)
+        return self._memory_cache.get(key)
+
+    def _cache_put(self, key: str, value: Any) -> None:
+        if self.store is not None:
+            self.store.cache_put(key, value)
+        else:
+            self._memory_cache[key] = value
 
     # -- artifacts --------------------------------------------------------------------------------------------
     def _save_artifact(self, name: str, content: str) -> str:
