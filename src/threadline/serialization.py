@@ -35,7 +35,16 @@ from .messages import (
     UserMessage,
 )
 
-__all__ = ["FORMAT_VERSION", "dump_dict", "dump_json", "load_data", "load_json"]
+__all__ = [
+    "FORMAT_VERSION",
+    "decode_message",
+    "decode_messages",
+    "dump_dict",
+    "dump_json",
+    "encode_message",
+    "load_data",
+    "load_json",
+]
 
 FORMAT_VERSION = "2.0"
 
@@ -61,6 +70,41 @@ _encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
 _decoder = msgspec.json.Decoder(_Document, dec_hook=_dec_hook)
 
 
+_message_decoder = msgspec.json.Decoder(Message, dec_hook=_dec_hook)
+_messages_decoder = msgspec.json.Decoder(list[Message], dec_hook=_dec_hook)
+
+
+def encode_message(message: Message) -> bytes:
+    """One message as JSON bytes (the same form it has inside a version-2.0 document); what stores keep per row."""
+    return _encoder.encode(message)
+
+
+def decode_message(data: bytes | str) -> Message:
+    """Inverse of `encode_message`.
+
+    Raises:
+        MessageListDeserializationError: if ``data`` is not one well-formed message.
+    """
+    try:
+        message: Message = _message_decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError) as exc:
+        raise MessageListDeserializationError(f"not a stored message: {exc}") from None
+    return message
+
+
+def decode_messages(rows: list[bytes]) -> list[Message]:
+    """Decode many `encode_message` payloads in one pass (how stores load a whole log).
+
+    Raises:
+        MessageListDeserializationError: if any payload is not one well-formed message.
+    """
+    try:
+        messages: list[Message] = _messages_decoder.decode(b"[" + b",".join(rows) + b"]")
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError) as exc:
+        raise MessageListDeserializationError(f"a stored message is damaged: {exc}") from None
+    return messages
+
+
 def dump_json(messages: list[Message]) -> bytes:
     """Encode messages as version-2.0 JSON bytes."""
     return _encoder.encode(_Document(version=FORMAT_VERSION, messages=messages))
@@ -81,15 +125,18 @@ def load_json(text: str | bytes) -> list[Message]:
     try:
         # Fast path: a well-formed version-2.0 document decodes straight into messages.
         document = _decoder.decode(text)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeError):
         pass
     else:
         if document.version == FORMAT_VERSION:
             return document.messages
     try:
         data = msgspec.json.decode(text)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeError) as exc:
+        # UnicodeError: a str holding lone surrogates cannot be UTF-8, so it is not JSON text either.
         raise MessageListDeserializationError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise MessageListDeserializationError("not valid JSON for a log: nested too deeply") from None
     return load_data(data)
 
 
@@ -147,6 +194,8 @@ def _read_v2(data: Mapping[str, Any]) -> list[Message]:
         document = msgspec.convert(data, _Document, dec_hook=_dec_hook)
     except msgspec.ValidationError as exc:
         raise _validation_error(exc) from None
+    except RecursionError:
+        raise MessageListDeserializationError("a value in the log is nested too deeply") from None
     return document.messages
 
 
@@ -339,7 +388,7 @@ def _openai_call(call: Any, position: int, index: int) -> ToolCall:
         )
     try:
         arguments = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arguments nested too deeply to parse
         arguments = None
     if isinstance(arguments, dict):
         return ToolCall(id=call_id, name=function["name"], arguments=arguments)

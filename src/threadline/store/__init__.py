@@ -1,16 +1,110 @@
-"""Storage: `open_store(url)` gives a `Store` (SQLite by default, PostgreSQL for many hosts)."""
+"""Storage: `open_store(url)` gives a `Store` (SQLite by default, PostgreSQL for many hosts, memory for tests).
+
+URLs:
+
+- ``None``: the SQLite file ``threadline.db`` in ``THREADLINE_HOME`` (default: the platform's user data directory);
+- ``sqlite:///absolute/path.db``, ``sqlite://relative/path.db`` or a bare file path (``?synchronous=full`` syncs
+  every commit to disk);
+- ``postgresql://user:password@host:port/db`` (or ``postgres://``), with optional ``?schema=NAME``,
+  ``pool_min=N``, ``pool_max=N`` — needs the ``postgres`` extra;
+- ``memory://``: a new, empty in-memory store.
+
+Backends are imported only when opened: ``import threadline.store`` loads neither sqlite3 nor psycopg.
+"""
 
 from __future__ import annotations
 
-from .base import ConversationInfo, PageInfo, Store
+import os
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["ConversationInfo", "PageInfo", "Store", "open_store"]
+from ..errors import UserError
+from .base import ConversationInfo, ImportItem, PageInfo, Store
+
+__all__ = [
+    "ConversationInfo",
+    "ImportItem",
+    "PageInfo",
+    "Store",
+    "default_path",
+    "default_store",
+    "latest_conversation_id",
+    "open_store",
+]
+
+STORE_ENV = "THREADLINE_STORE"
+HOME_ENV = "THREADLINE_HOME"
+DB_NAME = "threadline.db"
 
 
-def open_store(url: str | None = None) -> Store:
-    """Open a store by URL.
+def default_path() -> Path:
+    """Where the default store lives: ``$THREADLINE_HOME/threadline.db``, else the user data directory."""
+    home = os.environ.get(HOME_ENV)
+    if home:
+        return Path(home).expanduser() / DB_NAME
+    import platformdirs
 
-    ``None`` is the SQLite file ``threadline.db`` in ``THREADLINE_HOME`` (default: the platform's user data
-    directory); ``sqlite:///path/to/file.db``; ``postgresql://…`` (needs the ``postgres`` extra).
+    return Path(platformdirs.user_data_dir("threadline", appauthor=False)) / DB_NAME
+
+
+def open_store(url: str | os.PathLike[str] | None = None) -> Store:
+    """Open a store by URL (see the module docstring for the forms).
+
+    Raises:
+        UserError: for a URL this function does not understand, or a backend whose extra is not installed.
+        StoreError: if the database cannot be opened or has a newer schema than this threadline knows.
     """
-    raise NotImplementedError("storage backends land with issue 4")
+    if url is None:
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore(default_path())
+    text = os.fspath(url)
+    if not isinstance(text, str) or not text.strip():
+        raise UserError("a store URL must be a non-empty string")
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresStore
+
+        return PostgresStore(text)
+    if scheme == "memory":
+        from .memory import MemoryStore
+
+        return MemoryStore()
+    if scheme == "sqlite" or not scheme:
+        return _open_sqlite(text, scheme)
+    raise UserError(
+        f"unknown store URL scheme {scheme!r}: use sqlite:///path/to/file.db, postgresql://…, memory:// or a file path"
+    )
+
+
+def _open_sqlite(text: str, scheme: str) -> Store:
+    from .sqlite import SQLiteStore
+
+    if not scheme:
+        return SQLiteStore(text)
+    parts = urlsplit(text)
+    # sqlite:///abs/path → "/abs/path"; sqlite://relative/path → "relative/path" (netloc + path).
+    path = parts.netloc + parts.path
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")  # sqlite:////abs/path (the SQLAlchemy spelling) means the same file.
+    if not path:
+        raise UserError(f"{text!r} names no file: use sqlite:///path/to/file.db")
+    options = dict(parse_qsl(parts.query))
+    unknown = set(options) - {"synchronous"}
+    if unknown:
+        raise UserError(f"unknown SQLite option(s) {', '.join(sorted(unknown))} in {text!r} (known: synchronous)")
+    try:
+        return SQLiteStore(path, synchronous=options.get("synchronous", "normal"))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def default_store() -> Store:
+    """The store the command line uses: ``THREADLINE_STORE`` if set, else the default SQLite file."""
+    return open_store(os.environ.get(STORE_ENV) or None)
+
+
+def latest_conversation_id(store: Store) -> str | None:
+    """The id of the most recently updated conversation (what ``threadline prompt -c`` continues), or None."""
+    latest = store.list_conversations(limit=1)
+    return latest[0].id if latest else None

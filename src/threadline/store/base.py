@@ -16,14 +16,14 @@ Guarantees every backend gives:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ..messages import Message, MessageList
 
-__all__ = ["ConversationInfo", "PageInfo", "Store"]
+__all__ = ["ConversationInfo", "ImportItem", "PageInfo", "Store"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +50,14 @@ class PageInfo:
     css: str
     js: str
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ImportItem:
+    """One conversation for `Store.import_conversations`: its metadata (``message_count`` is ignored) and its log."""
+
+    info: ConversationInfo
+    messages: Sequence[Message]
 
 
 class Store(ABC):
@@ -105,6 +113,14 @@ class Store(ABC):
     @abstractmethod
     def load(self, conversation_id: str) -> MessageList:
         """The whole log, in the store's total order."""
+
+    @abstractmethod
+    def import_conversations(self, items: Sequence[ImportItem]) -> list[ConversationInfo]:
+        """Create whole conversations (ids, titles, timestamps and logs as given) in one transaction: all or none.
+
+        Raises:
+            StoreError: if any of the ids already exists (then nothing is written).
+        """
 
     # Artifacts
     @abstractmethod

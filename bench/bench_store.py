@@ -1,0 +1,230 @@
+"""Storage benchmark (DESIGN §10): the SQLite and PostgreSQL stores against floors measured in the same run.
+
+- write + read back 10,000 messages through `SQLiteStore` (one ``append``, one ``load``) vs raw ``sqlite3``
+  ``executemany`` + ``SELECT`` of the same JSON payloads (already encoded: the floor does no serialization at all),
+  same file settings (WAL, synchronous=NORMAL) — target ≤ 1.2×; also against the same raw calls made by hand from the
+  message objects (msgspec encode before the insert, msgspec decode after the select), which is what the store does
+  plus its ordering and idempotency;
+- durable appends, one message per transaction (how the turn engine writes): SQLite from one writer — target
+  ≥ 2,000 msg/s; PostgreSQL from 4 concurrent writer *processes*, each appending to its own conversation and, in a
+  second run, all four to one shared conversation — target ≥ 1,000 msg/s;
+- load of a 10,000-message conversation (ms), and listing 10,000 conversations (ms), on both backends.
+
+Run: ``python bench/bench_store.py`` (PostgreSQL from ``THREADLINE_TEST_POSTGRES``, default the local test server).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _common import median, print_table, record, timeit
+from threadline import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from threadline.serialization import decode_messages, encode_message
+from threadline.store import ConversationInfo, ImportItem, open_store
+
+POSTGRES = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+N = 10_000
+
+
+def make_messages(n: int) -> list[Message]:
+    """A realistic mix: questions, tool calls, tool results, answers."""
+    out: list[Message] = []
+    for i in range(n):
+        kind = i % 4
+        if kind == 0:
+            out.append(UserMessage(content=f"Question {i}: what is the weather in city number {i} today?"))
+        elif kind == 1:
+            call = ToolCall(id=f"call_{i}", name="get_weather", arguments={"city": f"City {i}", "units": "metric"})
+            out.append(AssistantMessage(tool_calls=[call], model="scripted"))
+        elif kind == 2:
+            out.append(ToolMessage(tool_call_id=f"call_{i - 1}", tool_name="get_weather", content="22 C, sunny " * 8))
+        else:
+            out.append(AssistantMessage(content=f"It is 22 C and sunny in city {i}. " * 3, model="scripted"))
+    return out
+
+
+def _raw_connection(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def bench_roundtrip(folder: Path, messages: list[Message]) -> tuple[float, float, float]:
+    """Seconds for write + read back of the messages: (store, raw sqlite3 of ready payloads, raw sqlite3 by hand
+    from the message objects: msgspec encode, executemany, select, msgspec decode)."""
+    payloads = [(m.id, encode_message(m)) for m in messages]
+    counter = iter(range(1_000_000))
+
+    raw = _raw_connection(folder / "raw.db")
+    raw.execute("CREATE TABLE messages (conversation_id TEXT, id TEXT, data BLOB)")
+
+    def floor() -> None:
+        cid = f"c{next(counter)}"
+        raw.execute("BEGIN IMMEDIATE")
+        raw.executemany("INSERT INTO messages VALUES (?, ?, ?)", [(cid, mid, data) for mid, data in payloads])
+        raw.execute("COMMIT")
+        rows = raw.execute("SELECT data FROM messages WHERE conversation_id = ? ORDER BY rowid", (cid,)).fetchall()
+        assert len(rows) == len(payloads)
+
+    def by_hand() -> None:
+        cid = f"c{next(counter)}"
+        raw.execute("BEGIN IMMEDIATE")
+        raw.executemany("INSERT INTO messages VALUES (?, ?, ?)", [(cid, m.id, encode_message(m)) for m in messages])
+        raw.execute("COMMIT")
+        rows = raw.execute("SELECT data FROM messages WHERE conversation_id = ? ORDER BY rowid", (cid,)).fetchall()
+        assert len(decode_messages([row[0] for row in rows])) == len(messages)
+
+    store = open_store(f"sqlite://{folder / 'store.db'}")
+
+    def ours() -> None:
+        cid = store.create_conversation().id
+        store.append(cid, messages)
+        assert len(store.load(cid)) == len(messages)
+
+    # Interleave the three so machine noise hits them alike.
+    times: dict[str, list[float]] = {"floor": [], "by_hand": [], "ours": []}
+    for _ in range(7):
+        for name, fn in (("floor", floor), ("by_hand", by_hand), ("ours", ours)):
+            times[name] += timeit(fn, repeat=1, warmup=0)
+    store.close()
+    raw.close()
+    return median(times["ours"]), median(times["floor"]), median(times["by_hand"])
+
+
+def bench_sqlite_appends(folder: Path, messages: list[Message], count: int = 3000) -> float:
+    """Messages per second, one append (one transaction) each."""
+    with open_store(f"sqlite://{folder / 'appends.db'}") as store:
+        cid = store.create_conversation().id
+        start = time.perf_counter()
+        for message in messages[:count]:
+            store.append(cid, [message])
+        elapsed = time.perf_counter() - start
+        assert len(store.load(cid)) == count
+    return count / elapsed
+
+
+def _pg_writer(url: str, conversation_id: str, count: int, start_at: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    messages = make_messages(count)
+    with open_store(url) as store:
+        store.load(conversation_id)  # connect before the clock starts
+        while time.time() < start_at:
+            time.sleep(0.001)
+        begin = time.perf_counter()
+        for message in messages:
+            store.append(conversation_id, [message])
+        out.put((begin, time.perf_counter()))
+
+
+def bench_pg_appends(url: str, writers: int, count: int, shared: bool) -> float:
+    """Messages per second over all writers (each a process), one append (one transaction) each."""
+    with open_store(url) as store:
+        ids = [store.create_conversation().id for _ in range(1 if shared else writers)]
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    start_at = time.time() + 3.0
+    processes = [
+        context.Process(target=_pg_writer, args=(url, ids[0 if shared else n], count, start_at, queue))
+        for n in range(writers)
+    ]
+    for process in processes:
+        process.start()
+    spans = [queue.get(timeout=120) for _ in processes]
+    for process in processes:
+        process.join()
+    elapsed = max(end for _, end in spans) - min(begin for begin, _ in spans)
+    with open_store(url) as store:
+        assert sum(len(store.load(cid)) for cid in ids) == writers * count
+    return writers * count / elapsed
+
+
+def bench_load_and_list(url: str, messages: list[Message]) -> tuple[float, float]:
+    """Milliseconds to load a 10,000-message conversation, and to list 10,000 conversations."""
+    with open_store(url) as store:
+        cid = store.create_conversation().id
+        store.append(cid, messages)
+        load = median(timeit(lambda: store.load(cid), repeat=5))
+        stamp = datetime.now(UTC)
+        items = [
+            ImportItem(
+                ConversationInfo(id=f"bulk-{i:05d}", title=f"Conversation {i}", created_at=stamp, updated_at=stamp), []
+            )
+            for i in range(N - 1)
+        ]
+        store.import_conversations(items)
+        listed = median(timeit(lambda: store.list_conversations(limit=N), repeat=5))
+        assert len(store.list_conversations(limit=N)) == N
+    return load * 1000, listed * 1000
+
+
+def main() -> None:
+    messages = make_messages(N)
+    schema = f"tl_bench_{uuid.uuid4().hex[:10]}"
+    pg_url = f"{POSTGRES}{'&' if '?' in POSTGRES else '?'}schema={schema}"
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            store_s, floor_s, hand_s = bench_roundtrip(folder, messages)
+            sqlite_rate = bench_sqlite_appends(folder, messages)
+            sqlite_load, sqlite_list = bench_load_and_list(f"sqlite://{folder / 'load.db'}", messages)
+        pg_rate = bench_pg_appends(pg_url, writers=4, count=1000, shared=False)
+        pg_shared_rate = bench_pg_appends(pg_url, writers=4, count=1000, shared=True)
+        pg_load, pg_list = bench_load_and_list(pg_url, messages)
+    finally:
+        import psycopg
+
+        with psycopg.connect(POSTGRES, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+    ratio = store_s / floor_s
+    rows = [
+        ["SQLite write+read 10k msgs: store (ms)", store_s * 1000, "", ""],
+        ["SQLite write+read 10k msgs: raw sqlite3 floor (ms)", floor_s * 1000, "", ""],
+        ["  ratio store / raw", ratio, "<= 1.2x", ratio <= 1.2],
+        ["SQLite write+read 10k msgs: by hand, with msgspec encode/decode (ms)", hand_s * 1000, "", ""],
+        ["  ratio store / by hand", store_s / hand_s, "", ""],
+        ["SQLite durable appends, 1 msg/tx, 1 writer (msg/s)", sqlite_rate, ">= 2,000", sqlite_rate >= 2000],
+        ["PostgreSQL durable appends, 4 writer processes (msg/s)", pg_rate, ">= 1,000", pg_rate >= 1000],
+        ["  same, 4 processes on one conversation (msg/s)", pg_shared_rate, "", ""],
+        ["SQLite load 10k-message conversation (ms)", sqlite_load, "", ""],
+        ["PostgreSQL load 10k-message conversation (ms)", pg_load, "", ""],
+        ["SQLite list 10k conversations (ms)", sqlite_list, "", ""],
+        ["PostgreSQL list 10k conversations (ms)", pg_list, "", ""],
+    ]
+    print_table("Store benchmark (medians)", ["measure", "value", "target", "met"], rows)
+    record(
+        "store",
+        {
+            "sqlite_roundtrip_10k_ms": store_s * 1000,
+            "raw_sqlite_roundtrip_10k_ms": floor_s * 1000,
+            "sqlite_roundtrip_ratio": ratio,
+            "raw_sqlite_by_hand_with_msgspec_10k_ms": hand_s * 1000,
+            "sqlite_roundtrip_ratio_vs_by_hand": store_s / hand_s,
+            "sqlite_appends_per_s": sqlite_rate,
+            "postgres_appends_per_s_4_processes": pg_rate,
+            "postgres_appends_per_s_4_processes_one_conversation": pg_shared_rate,
+            "sqlite_load_10k_ms": sqlite_load,
+            "postgres_load_10k_ms": pg_load,
+            "sqlite_list_10k_ms": sqlite_list,
+            "postgres_list_10k_ms": pg_list,
+            "targets_met": {
+                "roundtrip_ratio_le_1_2": ratio <= 1.2,
+                "sqlite_appends_ge_2000": sqlite_rate >= 2000,
+                "postgres_appends_ge_1000": pg_rate >= 1000,
+            },
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()

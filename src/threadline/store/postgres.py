@@ -1,0 +1,447 @@
+"""The PostgreSQL backend: one database shared by many processes on many hosts (the ``postgres`` extra).
+
+psycopg 3 and psycopg-pool are imported here only, and this module is imported only when a ``postgresql://`` URL is
+opened, so ``import threadline`` never pays for the driver.
+
+Ordering under concurrent writers. Each conversation row carries ``next_seq``. An append is one statement in one
+transaction::
+
+    WITH c AS (UPDATE conversations SET next_seq = next_seq + n ... WHERE id = $1 RETURNING next_seq - n AS base),
+         ins AS (INSERT INTO messages SELECT ..., c.base + ordinality - 1, ... ON CONFLICT (conversation_id, id)
+                 DO NOTHING RETURNING 1)
+    SELECT base, count(ins)
+
+The ``UPDATE`` takes the conversation's row lock, which it holds until commit, so appends to one conversation are
+serialized across every host while appends to different conversations run in parallel. A writer that waited for the
+lock re-reads the committed ``next_seq`` (READ COMMITTED), so ``seq`` values never repeat; and because the next
+writer can only take the lock after the previous one committed, transactions commit in ``seq`` order — a reader
+never sees a later message without the earlier ones, so every reader sees one order. The unique
+``(conversation_id, id)`` constraint with ``ON CONFLICT DO NOTHING`` makes appends idempotent, including a retry racing
+its own first attempt. Timestamps come from the database server's clock, so hosts with skewed clocks still agree.
+
+Tables live in the schema named by ``?schema=NAME`` in the URL (created if missing), else in the connection's default
+schema. Migrations run under a transaction-scoped advisory lock, so hosts starting together migrate once.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from .._ids import new_id
+from ..errors import StoreError, UserError
+from ..messages import Message, MessageList
+from ..serialization import decode_messages, encode_message
+from ._common import (
+    check_artifact_name,
+    check_metadata,
+    check_page,
+    check_slice,
+    decode_json,
+    encode_json,
+    redact_url,
+    unique_messages,
+)
+from .base import ConversationInfo, ImportItem, PageInfo, Store
+from .migrations import MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, MigrationState, pending_migrations
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresStore"]
+
+_SCHEMA = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_OWN_PARAMETERS = ("schema", "pool_min", "pool_max")
+# metadata as text, decoded by msgspec: psycopg's jsonb loader (the json module) is several times slower.
+_CONVERSATION_COLUMNS = "id, title, created_at, updated_at, message_count, active_mode, metadata::text"
+_PAGE_COLUMNS = "id, conversation_id, title, html, css, js, created_at"
+
+
+def _split_url(url: str) -> tuple[str, dict[str, str]]:
+    """Separate our own query parameters from the libpq connection string."""
+    parts = urlsplit(url)
+    ours: dict[str, str] = {}
+    theirs: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        (ours.__setitem__(key, value) if key in _OWN_PARAMETERS else theirs.append((key, value)))
+    scheme = "postgresql" if parts.scheme == "postgres" else parts.scheme
+    return urlunsplit((scheme, parts.netloc, parts.path, urlencode(theirs), parts.fragment)), ours
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _text(value: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL characters (messages are JSON bytes and are unaffected): titles and
+    artifacts get U+FFFD in their place instead of failing the turn that saves them."""
+    return value.replace("\x00", "\ufffd") if value is not None and "\x00" in value else value
+
+
+class PostgresStore(Store):
+    """A store in a PostgreSQL database, safe for many writers on many hosts.
+
+    Args:
+        url: ``postgresql://user:password@host:port/dbname`` with optional ``?schema=NAME``, ``pool_min=N``,
+            ``pool_max=N`` (other parameters go to libpq).
+        connect_timeout: Seconds to wait for the first connection.
+
+    Raises:
+        UserError: if the ``postgres`` extra is not installed or the URL is malformed.
+        StoreError: if the server cannot be reached or its schema is newer than this code knows.
+    """
+
+    def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError:  # pragma: no cover - depends on the install
+            raise UserError("PostgreSQL needs the 'postgres' extra: pip install 'threadline[postgres]'") from None
+        self.url = redact_url(url)
+        conninfo, ours = _split_url(url)
+        schema = ours.get("schema")
+        if schema is not None and not _SCHEMA.match(schema):
+            raise UserError(f"invalid schema name {schema!r} in {self.url}: use letters, digits and '_'")
+        self.schema = schema
+        self._prefix = f'"{schema}".' if schema else ""
+        try:
+            pool_min = int(ours.get("pool_min", "1"))
+            pool_max = int(ours.get("pool_max", "8"))
+        except ValueError:
+            raise UserError(f"pool_min and pool_max must be integers in {self.url}") from None
+        self._psycopg = psycopg
+        try:
+            first = psycopg.connect(conninfo, connect_timeout=max(1, round(connect_timeout)))
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL at {self.url}: {_first_line(exc)}") from None
+        try:
+            with self._errors():
+                self._migrate(first)
+        finally:
+            first.close()
+        self._pool = ConnectionPool(
+            conninfo, min_size=max(0, pool_min), max_size=max(1, pool_max, pool_min), open=False, name="threadline"
+        )
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout)
+        except Exception as exc:
+            self._pool.close()
+            raise StoreError(f"cannot open a connection pool to {self.url}: {_first_line(exc)}") from None
+        self._closed = False
+
+    # -- connections ------------------------------------------------------------------------------------------
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except self._psycopg.Error as exc:
+            raise StoreError(f"{self.url}: {_first_line(exc)}") from None
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Cursor[Any]]:
+        """A cursor in one transaction: committed when the block ends, rolled back if it raises."""
+        if self._closed:
+            raise StoreError(f"the store {self.url} is closed")
+        with self._errors(), self._pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
+            yield cursor
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            self._pool.close()
+
+    # -- schema -----------------------------------------------------------------------------------------------
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        p = self._prefix
+        with conn.transaction(), conn.cursor() as cursor:
+            # Hosts starting together serialize here; the lock ends with the transaction.
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (zlib.crc32(f"threadline:{self.schema}".encode()),))
+            if self.schema:
+                cursor.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {p}{MIGRATIONS_TABLE} "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            cursor.execute(f"SELECT version, name FROM {p}{MIGRATIONS_TABLE} ORDER BY version")
+            state = MigrationState(tuple((int(v), str(n)) for v, n in cursor.fetchall()))
+            for version, migration in pending_migrations(state, POSTGRES_MIGRATIONS, self.url):
+                for statement in migration.sql(p):
+                    cursor.execute(statement)
+                cursor.execute(
+                    f"INSERT INTO {p}{MIGRATIONS_TABLE} (version, name) VALUES (%s, %s)", (version, migration.name)
+                )
+
+    def schema_version(self) -> int:
+        """The number of migrations applied to this database (schema)."""
+        with self._tx() as cursor:
+            cursor.execute(f"SELECT max(version) FROM {self._prefix}{MIGRATIONS_TABLE}")
+            row = cursor.fetchone()
+        return int(row[0] or 0) if row else 0
+
+    # -- conversations ----------------------------------------------------------------------------------------
+    @staticmethod
+    def _info(row: Sequence[Any]) -> ConversationInfo:
+        return ConversationInfo(
+            id=row[0],
+            title=row[1],
+            created_at=_utc(row[2]),
+            updated_at=_utc(row[3]),
+            message_count=int(row[4]),
+            active_mode=row[5],
+            metadata=decode_json(row[6]),
+        )
+
+    def create_conversation(
+        self, title: str | None = None, metadata: Mapping[str, Any] | None = None, *, id: str | None = None
+    ) -> ConversationInfo:
+        conversation_id = id or new_id()
+        data = encode_json(check_metadata(metadata), "metadata").decode()
+        with self._tx() as cursor:
+            cursor.execute(
+                f"INSERT INTO {self._prefix}conversations (id, title, created_at, updated_at, metadata) "
+                f"VALUES (%s, %s, now(), now(), %s::jsonb) ON CONFLICT (id) DO NOTHING "
+                f"RETURNING {_CONVERSATION_COLUMNS}",
+                (conversation_id, _text(title), data),
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise StoreError(f"conversation {conversation_id!r} already exists in {self.url}")
+        return self._info(row)
+
+    def get_conversation(self, conversation_id: str) -> ConversationInfo:
+        with self._tx() as cursor:
+            cursor.execute(
+                f"SELECT {_CONVERSATION_COLUMNS} FROM {self._prefix}conversations WHERE id = %s", (conversation_id,)
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+        return self._info(row)
+
+    def has_conversation(self, conversation_id: str) -> bool:
+        with self._tx() as cursor:
+            cursor.execute(f"SELECT 1 FROM {self._prefix}conversations WHERE id = %s", (conversation_id,))
+            return cursor.fetchone() is not None
+
+    def list_conversations(self, limit: int = 50, offset: int = 0) -> list[ConversationInfo]:
+        check_slice(offset, limit)
+        with self._tx() as cursor:
+            cursor.execute(
+                f"SELECT {_CONVERSATION_COLUMNS} FROM {self._prefix}conversations "
+                "ORDER BY updated_at DESC, id DESC LIMIT %s OFFSET %s",
+                (limit, offset),
+            )
+            rows = cursor.fetchall()
+        return [self._info(row) for row in rows]
+
+    def update_metadata(
+        self,
+        conversation_id: str,
+        *,
+        title: str | None = None,
+        active_mode: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ConversationInfo:
+        extra = encode_json(check_metadata(metadata), "metadata").decode()
+        with self._tx() as cursor:
+            # jsonb || merges the new keys into the stored object in one atomic statement.
+            cursor.execute(
+                f"UPDATE {self._prefix}conversations SET title = coalesce(%s, title), "
+                "active_mode = coalesce(%s, active_mode), metadata = metadata || %s::jsonb, updated_at = now() "
+                f"WHERE id = %s RETURNING {_CONVERSATION_COLUMNS}",
+                (_text(title), active_mode, extra, conversation_id),
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+        return self._info(row)
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        with self._tx() as cursor:
+            # Messages and artifacts go with it (ON DELETE CASCADE).
+            cursor.execute(f"DELETE FROM {self._prefix}conversations WHERE id = %s", (conversation_id,))
+            deleted = cursor.rowcount
+        if not deleted:
+            raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+
+    # -- the log ----------------------------------------------------------------------------------------------
+    def append(self, conversation_id: str, messages: Iterable[Message]) -> None:
+        items = unique_messages(list(messages))
+        ids = [message.id for message in items]
+        payloads = [encode_message(message) for message in items]
+        p = self._prefix
+        with self._tx() as cursor:
+            if not items:
+                cursor.execute(f"SELECT 1 FROM {p}conversations WHERE id = %s", (conversation_id,))
+                if cursor.fetchone() is None:
+                    raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+                return
+            count = len(items)
+            cursor.execute(
+                f"WITH c AS (UPDATE {p}conversations SET next_seq = next_seq + %(n)s, "
+                "message_count = message_count + %(n)s, updated_at = now() WHERE id = %(cid)s "
+                "RETURNING next_seq - %(n)s AS base), "
+                f"ins AS (INSERT INTO {p}messages (conversation_id, seq, id, data) "
+                "SELECT %(cid)s, c.base + u.ord - 1, u.id, u.data FROM c, "
+                "unnest(%(ids)s::text[], %(data)s::bytea[]) WITH ORDINALITY AS u(id, data, ord) "
+                "ON CONFLICT (conversation_id, id) DO NOTHING RETURNING 1) "
+                "SELECT (SELECT base FROM c), (SELECT count(*) FROM ins)",
+                {"n": count, "cid": conversation_id, "ids": ids, "data": payloads},
+            )
+            row = cursor.fetchone()
+            if row is None or row[0] is None:
+                raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+            skipped = count - int(row[1])
+            if skipped:
+                # Some ids were already stored: the count above assumed every message was new.
+                cursor.execute(
+                    f"UPDATE {p}conversations SET message_count = message_count - %s WHERE id = %s",
+                    (skipped, conversation_id),
+                )
+
+    def load(self, conversation_id: str) -> MessageList:
+        p = self._prefix
+        with self._tx() as cursor:
+            cursor.execute(f"SELECT 1 FROM {p}conversations WHERE id = %s", (conversation_id,))
+            if cursor.fetchone() is None:
+                raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+            cursor.execute(
+                f"SELECT data FROM {p}messages WHERE conversation_id = %s ORDER BY seq", (conversation_id,), binary=True
+            )
+            rows = [bytes(row[0]) for row in cursor.fetchall()]
+        return MessageList._from_trusted(decode_messages(rows))
+
+    def import_conversations(self, items: Sequence[ImportItem]) -> list[ConversationInfo]:
+        p = self._prefix
+        infos: list[ConversationInfo] = []
+        with self._tx() as cursor:
+            for item in items:
+                info = item.info
+                messages = unique_messages(list(item.messages))
+                cursor.execute(
+                    f"INSERT INTO {p}conversations (id, title, created_at, updated_at, active_mode, metadata, "
+                    "message_count, next_seq) VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s) "
+                    f"ON CONFLICT (id) DO NOTHING RETURNING {_CONVERSATION_COLUMNS}",
+                    (
+                        info.id,
+                        _text(info.title),
+                        info.created_at,
+                        info.updated_at,
+                        info.active_mode,
+                        encode_json(check_metadata(info.metadata), "metadata").decode(),
+                        len(messages),
+                        len(messages),
+                    ),
+                )
+                row = cursor.fetchone()
+                if row is None:
+                    raise StoreError(f"conversation {info.id!r} already exists in {self.url}; nothing was imported")
+                infos.append(self._info(row))
+                if messages:
+                    cursor.execute(
+                        f"INSERT INTO {p}messages (conversation_id, seq, id, data) "
+                        "SELECT %s, u.ord - 1, u.id, u.data "
+                        "FROM unnest(%s::text[], %s::bytea[]) WITH ORDINALITY AS u(id, data, ord)",
+                        (info.id, [m.id for m in messages], [encode_message(m) for m in messages]),
+                    )
+        return infos
+
+    # -- artifacts --------------------------------------------------------------------------------------------
+    def save_artifact(self, conversation_id: str, name: str, content: str) -> str:
+        check_artifact_name(conversation_id, name)
+        if not isinstance(content, str):
+            raise ValueError("artifact content must be a string")
+        p = self._prefix
+        with self._tx() as cursor:
+            cursor.execute(
+                f"INSERT INTO {p}artifacts (conversation_id, name, content, created_at) "
+                f"SELECT id, %s, %s, now() FROM {p}conversations WHERE id = %s "
+                "ON CONFLICT (conversation_id, name) DO UPDATE SET content = excluded.content, created_at = now()",
+                (name, _text(content), conversation_id),
+            )
+            if not cursor.rowcount:
+                raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+        return f"artifact://{conversation_id}/{name}"
+
+    def read_artifact(self, conversation_id: str, name: str, offset: int = 0, limit: int | None = None) -> str:
+        check_slice(offset, limit)
+        # substr counts characters and is 1-based; without a length it reads to the end.
+        if limit is None:
+            sql, args = "substr(content, %s)", [offset + 1]
+        else:
+            sql, args = "substr(content, %s, %s)", [offset + 1, limit]
+        with self._tx() as cursor:
+            cursor.execute(
+                f"SELECT {sql} FROM {self._prefix}artifacts WHERE conversation_id = %s AND name = %s",
+                (*args, conversation_id, name),
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise StoreError(f"no artifact {name!r} in conversation {conversation_id!r}")
+        return str(row[0])
+
+    # -- request cache ----------------------------------------------------------------------------------------
+    def cache_get(self, key: str) -> Any | None:
+        with self._tx() as cursor:
+            cursor.execute(f"SELECT value FROM {self._prefix}cache WHERE key = %s", (key,))
+            row = cursor.fetchone()
+        return None if row is None else decode_json(row[0])
+
+    def cache_put(self, key: str, value: Any) -> None:
+        data = encode_json(value, "cache value").decode()
+        with self._tx() as cursor:
+            cursor.execute(
+                f"INSERT INTO {self._prefix}cache (key, value, created_at) VALUES (%s, %s, now()) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value, created_at = now()",
+                (key, data),
+            )
+
+    # -- pages ------------------------------------------------------------------------------------------------
+    def save_page(
+        self, title: str, html: str, css: str = "", js: str = "", *, conversation_id: str | None = None
+    ) -> PageInfo:
+        check_page(title, html, css, js)
+        with self._tx() as cursor:
+            cursor.execute(
+                f"INSERT INTO {self._prefix}pages (id, conversation_id, title, html, css, js, created_at) "
+                f"VALUES (%s, %s, %s, %s, %s, %s, now()) RETURNING {_PAGE_COLUMNS}",
+                (new_id(), conversation_id, title, html, css, js),
+            )
+            row = cursor.fetchone()
+        if row is None:  # pragma: no cover - INSERT ... RETURNING always returns the row
+            raise StoreError(f"the page was not saved in {self.url}")
+        return self._page(row)
+
+    def get_page(self, page_id: str) -> PageInfo:
+        with self._tx() as cursor:
+            cursor.execute(f"SELECT {_PAGE_COLUMNS} FROM {self._prefix}pages WHERE id = %s", (page_id,))
+            row = cursor.fetchone()
+        if row is None:
+            raise StoreError(f"no page {page_id!r} in {self.url}")
+        return self._page(row)
+
+    @staticmethod
+    def _page(row: Sequence[Any]) -> PageInfo:
+        return PageInfo(
+            id=row[0],
+            conversation_id=row[1],
+            title=row[2],
+            html=row[3],
+            css=row[4],
+            js=row[5],
+            created_at=_utc(row[6]),
+        )
+
+    def __repr__(self) -> str:
+        return f"<PostgresStore {self.url}>"
