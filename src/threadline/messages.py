@@ -303,6 +303,11 @@ class _BaseMessage(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
     meta: MessageMeta = DEFAULT_META
     """Context and UI metadata."""
 
+    @property
+    def role(self) -> str:
+        """``"system"``, ``"user"``, ``"assistant"`` or ``"tool"`` (the tag written in the JSON form)."""
+        return self.__struct_config__.tag  # type: ignore[return-value]
+
 
 class SystemMessage(_BaseMessage, tag="system"):
     """An instruction in the log (e.g. from ``.agent(text)``); the per-request system prefix is never stored."""

@@ -141,10 +141,29 @@ def test_show_context_reports_what_the_next_request_keeps_and_drops(store_url: s
     store.append(info.id, log)
     done = run_cli("logs", "show", info.id, "--context", "--store", store_url)
     assert done.returncode == 0, done.stderr
-    report = done.stdout[done.stdout.index("CONTEXT of the next request") :]
+    request = done.stdout[done.stdout.index("REQUEST the next turn would send") : done.stdout.index("REPORT")]
+    # The exact request: the generated prefix in full, then the window of the log, then the repaired call.
+    assert "[0] system (made by the context builder)" in request
+    assert "MODE\n    - active: chat" in request
+    assert "question 49" in request and "question 0\n" not in request
+    assert "-> get_weather({})  id=dangling" in request
+    assert "tool result for get_weather (dangling) error" in request and "interrupted" in request
+    report = done.stdout[done.stdout.index("REPORT") :]
     kept = int(report.split("kept ")[1].split(" of ")[0])
     assert 0 < kept <= 80 and "of 101 messages" in report  # the default window is 80 messages
     assert "window ended by max_messages" in report
-    assert f"dropped {101 - kept}: budget:max_messages" in report
-    assert "1 unanswered tool call(s) answered 'interrupted'" in report
+    assert f"({101 - kept} messages): budget:max_messages" in report
+    assert f"dropped {log[0].id} … {log[100 - kept].id}" in report
+    assert "1 unanswered tool call(s) answered 'interrupted' in the request only" in report
+
+    # Another mode changes only the prefix; --json gives the request and the report to tools.
+    done = run_cli("logs", "show", info.id, "--mode", "agent", "--json", "--store", store_url)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["request"][0]["content"].endswith(
+        "- active: agent\n- note: history may include other modes; follow current instructions."
+    )
+    assert len(data["report"]["kept"]) == kept
+    assert {d["reason"] for d in data["report"]["dropped"]} == {"budget:max_messages"}
+    assert len(data["log"]["messages"]) == 101
     assert len(store.load(info.id)) == 101  # reporting changes nothing in the log

@@ -15,6 +15,8 @@ import click
 from ._errors import friendly_errors
 
 if TYPE_CHECKING:
+    from ..context import BuiltContext
+    from ..messages import MessageList
     from ..store import Store
 
 __all__ = ["logs", "open_cli_store", "store_option"]
@@ -105,20 +107,32 @@ def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None
 
 @logs.command("show")
 @click.argument("conversation_id", metavar="ID")
-@click.option("--json", "as_json", is_flag=True, help="Print the log as MessageList JSON (version 2.0).")
+@click.option("--json", "as_json", is_flag=True, help="Print the log (and, with --context, the request) as JSON.")
 @click.option(
-    "--context", "with_context", is_flag=True, help="Also report what the next request would send, and what it drops."
+    "--context",
+    "with_context",
+    is_flag=True,
+    help="Also print the exact request the next turn would send, and what it kept and dropped.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["chat", "agent", "run"]),
+    default=None,
+    help="Build the request for this mode instead of the conversation's active one (implies --context).",
 )
 @store_option
 @friendly_errors
-def show(conversation_id: str, as_json: bool, with_context: bool, store_url: str | None) -> None:
+def show(conversation_id: str, as_json: bool, with_context: bool, mode: str | None, store_url: str | None) -> None:
     """Show one conversation: tool calls grouped with their results, failures with their partial output."""
     with open_cli_store(store_url) as store:
         info = store.get_conversation(conversation_id)
         messages = store.load(conversation_id)
-        report = _context_report(conversation_id, store) if with_context else None
+        built = _next_request(conversation_id, store, mode) if (with_context or mode) else None
     if as_json:
-        click.echo(messages.to_json())
+        if built is None:
+            click.echo(messages.to_json())
+        else:
+            click.echo(json.dumps(_context_json(messages, built), ensure_ascii=False, indent=2))
         return
     from rich.console import Console
     from rich.text import Text
@@ -127,35 +141,98 @@ def show(conversation_id: str, as_json: bool, with_context: bool, store_url: str
 
     console = Console()
     header = Text(info.title or "(untitled)", style="bold")
-    mode = f" · mode {info.active_mode}" if info.active_mode else ""
-    header.append(f"  {info.id} · {info.message_count} messages · updated {_when(info.updated_at)}{mode}", style="dim")
+    active = f" · mode {info.active_mode}" if info.active_mode else ""
+    header.append(
+        f"  {info.id} · {info.message_count} messages · updated {_when(info.updated_at)}{active}", style="dim"
+    )
     console.print(header)
     render_log(console, messages)
-    if report is not None:
-        console.print(report, highlight=False)
+    if built is not None:
+        console.print(Text(_request_text(built)), highlight=False)
+        console.print(Text(_report_text(built, len(messages))), highlight=False)
 
 
-def _context_report(conversation_id: str, store: Store) -> str:
-    """The context builder's report for the next request of a stored conversation, as a few lines of text."""
-    from collections import Counter
-
+def _next_request(conversation_id: str, store: Store, mode: str | None) -> BuiltContext:
+    """What the next turn of a stored conversation would send (tools are not known here: none are offered)."""
     from ..conversation import Conversation
 
-    conversation = Conversation.load(conversation_id, store)
-    report = conversation.build_context().report
-    dropped = report.dropped
-    lines = [
-        "CONTEXT of the next request",
-        f"  kept {len(report.kept)} of {len(conversation.messages)} messages; "
-        f"~{report.estimated_tokens:,} tokens, {report.chars:,} characters"
-        + (f"; window ended by {report.stopped_by}" if report.stopped_by else ""),
-    ]
-    if dropped:
-        reasons = ", ".join(f"{reason} ×{count}" for reason, count in Counter(d.reason for d in dropped).items())
-        lines.append(f"  dropped {len(dropped)}: {reasons}")
-    if report.synthetic:
-        lines.append(f"  {len(report.synthetic)} unanswered tool call(s) answered 'interrupted' in the request")
-    lines.extend(f"  preview sent, full output at {uri}" for uri in report.artifacts)
-    if report.over_budget:
-        lines.append("  over budget: the latest user message alone exceeds it (sent anyway)")
+    return Conversation.load(conversation_id, store).build_context(mode=mode)
+
+
+def _request_text(built: BuiltContext) -> str:
+    """Every message of the request, in full, as it would be sent."""
+    from ..messages import AssistantMessage, ToolMessage
+
+    lines = [f"\nREQUEST the next turn would send ({len(built.messages)} messages)"]
+    for index, message in enumerate(built.messages):
+        made = " (made by the context builder)" if index < built.report.prefix_messages else ""
+        if isinstance(message, ToolMessage):
+            head = f"[{index}] tool result for {message.tool_name} ({message.tool_call_id})"
+            head += " error" if message.is_error else ""
+        else:
+            head = f"[{index}] {message.role}{made}"
+        lines.append(head)
+        if message.content:
+            lines.extend(f"    {line}" for line in message.content.splitlines() or [""])
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                arguments = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
+                lines.append(f"    -> {call.name}({arguments})  id={call.id}")
     return "\n".join(lines)
+
+
+def _report_text(built: BuiltContext, total: int) -> str:
+    """The report: what was kept, and each drop with its reason (runs of drops for one reason are grouped)."""
+    report = built.report
+    lines = [
+        "\nREPORT",
+        f"  kept {len(report.kept)} of {total} messages; ~{report.estimated_tokens:,} tokens, "
+        f"{report.chars:,} characters" + (f"; window ended by {report.stopped_by}" if report.stopped_by else ""),
+    ]
+    if report.kept:
+        lines.append(
+            f"  kept: {report.kept[0]} … {report.kept[-1]}"
+            if len(report.kept) > 2
+            else f"  kept: {', '.join(report.kept)}"
+        )
+    groups: list[tuple[str, str, str, int]] = []
+    for drop in report.dropped:
+        if groups and groups[-1][0] == drop.reason:
+            reason, first, _, count = groups[-1]
+            groups[-1] = (reason, first, drop.id, count + 1)
+        else:
+            groups.append((drop.reason, drop.id, drop.id, 1))
+    for reason, first, last, count in groups:
+        span = first if count == 1 else f"{first} … {last} ({count} messages)"
+        lines.append(f"  dropped {span}: {reason}")
+    if report.synthetic:
+        lines.append(f"  {len(report.synthetic)} unanswered tool call(s) answered 'interrupted' in the request only")
+    lines.extend(f"  preview sent, full output at {uri}" for uri in report.artifacts)
+    if report.summary:
+        lines.append("  a summary of the dropped messages is inserted after the system prefix")
+    if report.over_budget:
+        lines.append(
+            "  over budget: what must be kept (the latest user message, the newest unit) exceeds it; sent anyway"
+        )
+    return "\n".join(lines)
+
+
+def _context_json(messages: MessageList, built: BuiltContext) -> dict[str, Any]:
+    from ..messages import MessageList
+
+    report = built.report
+    return {
+        "log": messages.to_dict(),
+        "request": MessageList(built.messages).to_dict()["messages"],
+        "report": {
+            "kept": report.kept,
+            "dropped": [{"id": d.id, "reason": d.reason} for d in report.dropped],
+            "estimated_tokens": report.estimated_tokens,
+            "chars": report.chars,
+            "stopped_by": report.stopped_by,
+            "over_budget": report.over_budget,
+            "synthetic": report.synthetic,
+            "artifacts": report.artifacts,
+            "prefix_messages": report.prefix_messages,
+        },
+    }
