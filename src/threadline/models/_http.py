@@ -1,0 +1,356 @@
+"""The thin HTTP transport under the OpenAI and Anthropic adapters, and the one place their errors are mapped.
+
+An `Endpoint` is one URL with its headers. It keeps one httpx connection pool (HTTP keep-alive) per event loop,
+because connections belong to the loop that opened them: a process that calls the sync API (one private loop per
+thread) and async code (the caller's loop) shares nothing that could break.
+
+The pool is httpx's own transport (``httpx.AsyncHTTPTransport``), called directly rather than through an
+``httpx.AsyncClient``: the client layer (cookie jar, redirects, auth flows, URL merging, event hooks) does nothing
+an API call needs, and measured on loopback it costs about a fifth of a request — more than the whole budget the
+adapters have over hand-written httpx (DESIGN §10). Proxies still come from the environment (``HTTPS_PROXY``,
+``NO_PROXY``…) and certificates from httpx's defaults.
+
+`Endpoint.events` sends one request and yields what the model produced: `TextDelta` events while a stream comes in,
+then one `ModelResponse`. Failures become `ModelError` here and nowhere else:
+
+- 401/403: at once, with a hint about the key (never the key: every configured secret and anything shaped like an
+  API key is masked in what the server said);
+- 429 (honouring ``Retry-After`` / ``retry-after-ms``), 408, 409, 5xx, refused or broken connections, timeouts,
+  a stream that ends early, and an empty answer: retried with exponential backoff and jitter, at most
+  ``max_retries`` times, but only while no text has been shown, since text already shown cannot be taken back;
+- once text was shown, a broken stream raises `ModelError` whose ``partial`` is that text (the turn engine logs
+  it as the failed turn's content);
+- anything else (400, 404, 413…): at once, with the server's own explanation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from email.utils import parsedate_to_datetime
+from typing import Protocol
+
+if "httpx" not in sys.modules:
+    # httpx's __init__ imports its own command-line client when click, rich and pygments are installed (they are,
+    # with threadline's CLI extra), which costs more than the rest of httpx together. Marking that one submodule
+    # as absent while httpx loads makes httpx skip it (it falls back to a stub ``httpx.main``); the mark is removed
+    # at once, so a later ``import httpx._main`` still works.
+    sys.modules["httpx._main"] = None  # type: ignore[assignment]
+    try:
+        import httpx
+    finally:
+        del sys.modules["httpx._main"]
+
+import httpx
+from httpx_sse import EventSource
+
+from ..errors import ModelError
+from .base import ModelEvent, ModelResponse, ModelSettings, TextDelta
+
+__all__ = ["Endpoint", "StreamDecoder", "mask_secrets"]
+
+_KEY_SHAPED = re.compile(r"\b(sk|key|api)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
+_USERINFO = re.compile(r"//[^/@\s]+@")
+_RETRY_STATUSES = frozenset({408, 409, 429})
+_MAX_RETRY_AFTER = 60.0
+_DETAIL_LIMIT = 400
+_USER_AGENT = "threadline"
+
+
+class StreamDecoder(Protocol):
+    """Reads one provider's stream events (see `ChatStream` and `MessageStream`)."""
+
+    def feed(self, event: str, data: str) -> str | None: ...
+
+    def finish(self) -> ModelResponse: ...
+
+
+def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """``text`` with the given secrets, API-key-shaped tokens and URL credentials masked."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    text = _KEY_SHAPED.sub(lambda match: match.group(1) + "-***", text)
+    return _USERINFO.sub("//***@", text)
+
+
+class Endpoint:
+    """One provider URL: pooled connections, the request/stream loop with retries, and error mapping.
+
+    Args:
+        provider: The provider's name as users know it (``"OpenAI"``, ``"Anthropic"``), used in messages.
+        url: The full URL requests are posted to.
+        headers: Headers sent with every request (authentication included).
+        secrets: Values that must never appear in an error message.
+        auth_hint: What to tell the user when the server refuses the credentials.
+        timeout: Default seconds to wait for a connection or for the next bytes of an answer.
+        max_retries: Default retries of retryable failures.
+        retry_base_delay: The first backoff delay in seconds (doubled for each further retry).
+        retry_max_delay: The longest backoff delay in seconds.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        url: str,
+        headers: Mapping[str, str],
+        secrets: tuple[str, ...],
+        auth_hint: str,
+        timeout: float,
+        max_retries: int,
+        retry_base_delay: float,
+        retry_max_delay: float = 20.0,
+    ) -> None:
+        self.provider = provider
+        self.url = url
+        self._secrets = secrets
+        self._auth_hint = auth_hint
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.retry_base_delay = retry_base_delay
+        self.retry_max_delay = retry_max_delay
+        self._url = httpx.URL(url)
+        self._request_headers = httpx.Headers(
+            {"User-Agent": _USER_AGENT, "Accept-Encoding": "gzip, deflate", **headers}
+        )
+        self._pools: dict[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport] = {}
+        self._last: tuple[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Endpoint {self.provider} {mask_secrets(self.url, self._secrets)}>"
+
+    # -- pools ----------------------------------------------------------------------------------------------------
+    def pool(self) -> httpx.AsyncHTTPTransport:
+        """The connection pool of the running event loop (made on first use)."""
+        loop = asyncio.get_running_loop()
+        last = self._last
+        if last is not None and last[0] is loop:
+            return last[1]
+        pool = self._pools.get(loop)
+        if pool is None:
+            for stale in [known for known in self._pools if known.is_closed()]:
+                del self._pools[stale]  # its loop is gone, and its connections with it
+            pool = httpx.AsyncHTTPTransport(
+                limits=httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=60.0),
+                proxy=_proxy_for(self._url),
+            )
+            self._pools[loop] = pool
+        self._last = (loop, pool)
+        return pool
+
+    async def aclose(self) -> None:
+        """Close the pool of the running loop and forget those of closed loops."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        for known in list(self._pools):
+            if known is loop:
+                await self._pools.pop(known).aclose()
+            elif known.is_closed():
+                del self._pools[known]
+        self._last = None
+
+    # -- one call -------------------------------------------------------------------------------------------------
+    async def events(
+        self,
+        payload: bytes,
+        settings: ModelSettings,
+        *,
+        stream: bool,
+        parse: Callable[[bytes], ModelResponse],
+        decoder: Callable[[], StreamDecoder],
+    ) -> AsyncIterator[ModelEvent]:
+        """Post ``payload`` and yield the answer: `TextDelta` events while streaming, then one `ModelResponse`.
+
+        Args:
+            payload: The encoded JSON body.
+            settings: ``timeout`` and ``max_retries`` are read here.
+            stream: Whether the body asked for a server-sent-event stream.
+            parse: Reads a whole (non-streamed) response body.
+            decoder: Makes a fresh stream reader for each attempt.
+
+        Raises:
+            ModelError: after the retries allowed, or at once for a failure no retry can fix.
+        """
+        retries = self.max_retries if settings.max_retries is None else max(0, settings.max_retries)
+        timeout = self.timeout if settings.timeout is None else settings.timeout
+        pool = self.pool()
+        attempt = 0
+        while True:
+            shown: list[str] = []
+            retry_after: float | None = None
+            try:
+                response = await self._send(pool, payload, timeout)
+                try:
+                    if response.status_code >= 400:
+                        await response.aread()
+                        retry_after = _retry_after(response.headers)
+                        raise self._status_error(response)
+                    if not stream or "text/event-stream" not in response.headers.get("content-type", ""):
+                        # Also a server that ignores "stream": true and answers with one JSON body.
+                        result = parse(await response.aread())
+                    else:
+                        reader = decoder()
+                        feed = reader.feed
+                        async for event in EventSource(response).aiter_sse():
+                            text = feed(event.event, event.data)
+                            if text:
+                                shown.append(text)
+                                yield TextDelta(text)
+                        result = reader.finish()
+                finally:
+                    await response.aclose()
+                if not result.content and not result.tool_calls:
+                    raise ModelError(
+                        f"{self.provider} returned an empty answer (no text, no tool calls)",
+                        type="empty_response",
+                        retryable=True,
+                    )
+            except (httpx.HTTPError, ModelError) as exc:
+                error = exc if isinstance(exc, ModelError) else self._transport_error(exc, timeout)
+                if error.retryable and not shown and attempt < retries:
+                    await asyncio.sleep(self._delay(attempt, retry_after))
+                    attempt += 1
+                    continue
+                partial = "".join(shown)
+                if partial and error.type in ("connection", "stream_cut", "timeout"):
+                    error = ModelError(
+                        f"{error.message} (the answer was cut off after {len(partial)} characters)",
+                        type=error.type,
+                        status=error.status,
+                        retryable=error.retryable,
+                    )
+                elif attempt:
+                    error = ModelError(
+                        f"{error.message} (gave up after {attempt + 1} attempts)",
+                        type=error.type,
+                        status=error.status,
+                        retryable=error.retryable,
+                    )
+                error.partial = partial
+                raise error from None
+            if not shown and result.content:
+                # Unstreamed (or a server that ignored "stream"): the whole text is one delta, so callers that
+                # show text as it comes see it all the same.
+                yield TextDelta(result.content)
+            yield result
+            return
+
+    async def _send(self, pool: httpx.AsyncHTTPTransport, payload: bytes, wait: float) -> httpx.Response:
+        # The transport is called directly: the client layer above it (cookies, redirects, auth flows, URL
+        # merging, event hooks) serves nothing here and costs about a fifth of a loopback request.
+        request = httpx.Request(
+            "POST",
+            self._url,
+            headers=self._request_headers,
+            content=payload,
+            extensions={"timeout": {"connect": min(wait, 15.0), "read": wait, "write": wait, "pool": wait}},
+        )
+        response = await pool.handle_async_request(request)
+        response.request = request
+        return response
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None and 0 <= retry_after <= _MAX_RETRY_AFTER:
+            return retry_after
+        delay = min(self.retry_base_delay * 2.0**attempt, self.retry_max_delay)
+        return delay * (1 - 0.25 * random.random())  # jitter spreads clients that failed together
+
+    # -- error mapping --------------------------------------------------------------------------------------------
+    def _status_error(self, response: httpx.Response) -> ModelError:
+        status = response.status_code
+        detail = (self._detail(response.content) or response.reason_phrase).rstrip(".")
+        where = f"{self.provider} ({mask_secrets(self.url, self._secrets)})"
+        if status in (401, 403):
+            return ModelError(
+                f"{where} refused the credentials (HTTP {status}): {detail}. {self._auth_hint}",
+                type="auth",
+                status=status,
+            )
+        if status == 429:
+            return ModelError(
+                f"{where} is rate limiting (HTTP 429): {detail}", type="rate_limit", status=status, retryable=True
+            )
+        if status >= 500:
+            kind = "overloaded" if status == 529 else "server"
+            return ModelError(f"{where} failed (HTTP {status}): {detail}", type=kind, status=status, retryable=True)
+        if status in _RETRY_STATUSES:
+            return ModelError(f"{where} answered HTTP {status}: {detail}", type="server", status=status, retryable=True)
+        if status == 404:
+            return ModelError(
+                f"{where} answered HTTP 404: {detail} (check the model name and the base URL)",
+                type="not_found",
+                status=status,
+            )
+        return ModelError(f"{where} rejected the request (HTTP {status}): {detail}", type="bad_request", status=status)
+
+    def _detail(self, body: bytes) -> str:
+        """The server's own explanation from an error body (``{"error": {"message": …}}`` on both APIs)."""
+        import msgspec
+
+        text = body.decode("utf-8", "replace").strip()
+        try:
+            data = msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            data = None
+        if isinstance(data, dict):
+            error = data.get("error")
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                text = error["message"]
+            elif isinstance(error, str):
+                text = error
+            elif isinstance(data.get("message"), str):
+                text = data["message"]
+        text = mask_secrets(text, self._secrets)
+        return text if len(text) <= _DETAIL_LIMIT else text[:_DETAIL_LIMIT] + "…"
+
+    def _transport_error(self, exc: httpx.HTTPError, timeout: float) -> ModelError:
+        where = f"{self.provider} at {mask_secrets(self.url, self._secrets)}"
+        reason = mask_secrets(str(exc) or type(exc).__name__, self._secrets)
+        if isinstance(exc, httpx.TimeoutException):
+            return ModelError(
+                f"{where} did not answer within {timeout:g} s ({type(exc).__name__})", type="timeout", retryable=True
+            )
+        if isinstance(exc, httpx.ConnectError):
+            return ModelError(f"could not connect to {where}: {reason}", type="connection", retryable=True)
+        if isinstance(exc, (httpx.NetworkError, httpx.RemoteProtocolError)):
+            return ModelError(f"the connection to {where} broke: {reason}", type="connection", retryable=True)
+        return ModelError(f"request to {where} failed: {reason}", type="connection")
+
+
+def _proxy_for(url: httpx.URL) -> str | None:
+    """The proxy the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``) sets for ``url``."""
+    import urllib.request
+
+    host = url.host
+    if urllib.request.proxy_bypass(host):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(url.scheme) or proxies.get("all")
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds the server asked to wait (``retry-after-ms``, ``retry-after`` as seconds or an HTTP date)."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return float(value) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None

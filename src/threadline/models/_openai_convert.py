@@ -1,0 +1,378 @@
+"""Pure translation between threadline's log and the OpenAI Chat Completions wire format (no I/O).
+
+- `build_request`: a `ModelRequest` -> the JSON body of ``POST /chat/completions`` and a `WireContext` that the
+  response is read with (wire tool names and tool-call ids mapped back).
+- `parse_completion`: a non-streamed response body -> `ModelResponse`.
+- `ChatStream`: ``chat.completion.chunk`` events -> text deltas, tool calls assembled from their fragments, usage
+  and finish reason.
+
+Structured output uses ``response_format: {"type": "json_schema"}`` when the profile says the model has it, and a
+forced final-result tool otherwise; either way the answer comes back as JSON text content.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..errors import ModelError
+from ..messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage, content_for_model
+from ._wire import (
+    FINAL_TOOL_DESCRIPTION,
+    IdMap,
+    WireContext,
+    catalog_for,
+    data_url,
+    final_tool_name,
+    parse_arguments,
+    plain,
+)
+from .base import ModelRequest, ModelResponse
+from .profiles import ModelProfile
+
+__all__ = ["ChatStream", "build_request", "parse_completion"]
+
+_encode = msgspec.json.Encoder().encode
+
+
+def _arguments_text(call: ToolCall) -> str:
+    # Invalid argument text goes back verbatim, so the model sees exactly what it sent.
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return _encode(call.arguments).decode("utf-8")
+
+
+def build_request(
+    request: ModelRequest, model: str, profile: ModelProfile, *, stream: bool
+) -> tuple[dict[str, Any], WireContext]:
+    """The Chat Completions request body for ``request``.
+
+    Args:
+        request: The request (messages exactly as sent, tools by real name).
+        model: The provider's model id, e.g. ``"gpt-4o-mini"``.
+        profile: The model family's profile (system role, token-limit field, structured output).
+        stream: Ask for a server-sent-event stream (with usage in the last chunk).
+
+    Returns:
+        The body (a plain dict, ready to encode) and the context to read the response with.
+    """
+    catalog = catalog_for(request)
+    ids = IdMap(strict=False)
+    wire_name = catalog.wire
+    wire_id = ids.wire
+    system_role = profile.system_role
+    messages: list[dict[str, Any]] = []
+    append = messages.append
+    for message in request.messages:
+        if type(message) is UserMessage:
+            append({"role": "user", "content": _user_content(message)})
+        elif type(message) is AssistantMessage:
+            content = content_for_model(message)
+            calls = message.tool_calls
+            if not calls:
+                if content:
+                    append({"role": "assistant", "content": content})
+                continue  # an empty answer carries nothing a model could use
+            append(
+                {
+                    "role": "assistant",
+                    "content": content or None,
+                    "tool_calls": [
+                        {
+                            "id": wire_id(call.id),
+                            "type": "function",
+                            "function": {"name": wire_name(call.name), "arguments": _arguments_text(call)},
+                        }
+                        for call in calls
+                    ],
+                }
+            )
+        elif type(message) is ToolMessage:
+            append(
+                {
+                    "role": "tool",
+                    "tool_call_id": wire_id(message.tool_call_id),
+                    "content": message.content,
+                }
+            )
+        elif type(message) is SystemMessage:
+            append({"role": system_role, "content": message.content})
+
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    tools: list[dict[str, Any]] = [
+        {
+            "type": "function",
+            "function": {
+                "name": wire_name(spec.name),
+                "description": spec.description,
+                "parameters": plain(spec.parameters),
+            },
+        }
+        for spec in request.tools
+    ]
+    choice = request.tool_choice
+    context = WireContext(catalog, ids)
+    response_format = request.response_format
+    if response_format is not None:
+        if profile.capabilities.structured_output:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": response_format.name, "schema": plain(response_format.schema)},
+            }
+        else:
+            final = final_tool_name(tool["function"]["name"] for tool in tools)
+            context.final_tool = final
+            tools.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": final,
+                        "description": FINAL_TOOL_DESCRIPTION,
+                        "parameters": plain(response_format.schema),
+                    },
+                }
+            )
+            if choice in (None, "auto", "none"):
+                choice = final if len(tools) == 1 else "required"
+    if tools:
+        body["tools"] = tools
+        if choice is not None:
+            if choice in ("auto", "required", "none"):
+                body["tool_choice"] = choice
+            else:
+                name = choice if choice == context.final_tool else wire_name(choice)
+                body["tool_choice"] = {"type": "function", "function": {"name": name}}
+    settings = request.settings
+    if settings.max_tokens is not None:
+        body[profile.max_tokens_field] = settings.max_tokens
+    if settings.temperature is not None and profile.temperature:
+        body["temperature"] = settings.temperature
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    if settings.extras:
+        body.update(settings.extras_for("openai"))
+    return body, context
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    images = [a for a in message.attachments if a.kind == "image"]
+    if not images:
+        return message.content
+    parts: list[dict[str, Any]] = []
+    if message.content:
+        parts.append({"type": "text", "text": message.content})
+    for attachment in images:
+        parts.append({"type": "image_url", "image_url": {"url": data_url(attachment)}})
+    return parts
+
+
+# -- responses ----------------------------------------------------------------------------------------------------
+# Typed structs decode faster than dicts and ignore every field threadline does not read. Every field is optional
+# because OpenAI-compatible servers differ in what they leave out or send as null.
+
+
+class _Function(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCall(msgspec.Struct):
+    id: str | None = None
+    function: _Function | None = None
+    index: int | None = None
+
+
+class _Message(msgspec.Struct):
+    content: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+    refusal: str | None = None
+
+
+class _Choice(msgspec.Struct):
+    message: _Message | None = None
+    delta: _Message | None = None
+    finish_reason: str | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class _Error(msgspec.Struct):
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+
+
+class _Body(msgspec.Struct):
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: _Error | None = None
+
+
+_decode_body = msgspec.json.Decoder(_Body).decode
+
+# Error types that a compatible server may report inside a 200 response or a stream and that are worth a retry.
+_RETRYABLE_ERRORS = frozenset({"server_error", "rate_limit_exceeded", "overloaded", "timeout", "internal_error"})
+
+
+def _usage(usage: _Usage | None) -> Usage | None:
+    if usage is None:
+        return None
+    return Usage(input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0)
+
+
+def _error(error: _Error) -> ModelError:
+    kind = error.type or (str(error.code) if error.code is not None else "error")
+    return ModelError(
+        f"the OpenAI-compatible server reported an error: {error.message or kind}",
+        type="server" if kind in _RETRYABLE_ERRORS else kind,
+        retryable=kind in _RETRYABLE_ERRORS,
+    )
+
+
+def _decode(data: bytes | str) -> _Body:
+    try:
+        return _decode_body(data)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise ModelError(
+            f"the server sent a response that is not a chat completion: {exc}", type="bad_response"
+        ) from None
+
+
+def _calls(raw: list[tuple[str | None, str, str]], context: WireContext) -> tuple[list[ToolCall], str | None]:
+    """Tool calls from ``(id, wire name, argument text)``; the final-result tool's arguments become the content."""
+    calls: list[ToolCall] = []
+    final_text: str | None = None
+    real = context.catalog.real
+    response_id = context.ids.response_id
+    for call_id, name, arguments in raw:
+        if context.final_tool is not None and name == context.final_tool:
+            final_text = arguments
+            continue
+        parsed, raw_text = parse_arguments(arguments)
+        calls.append(ToolCall(id=response_id(call_id), name=real(name), arguments=parsed, raw_arguments=raw_text))
+    return calls, final_text
+
+
+def parse_completion(data: bytes | str, context: WireContext) -> ModelResponse:
+    """A non-streamed ``chat.completion`` body as a `ModelResponse` (real tool names, unique ids).
+
+    Raises:
+        ModelError: for a body that is not a completion, or one that carries an error object.
+    """
+    body = _decode(data)
+    if body.error is not None:
+        raise _error(body.error)
+    if not body.choices:
+        raise ModelError("the server answered with no choices", type="empty_response", retryable=True)
+    choice = body.choices[0]
+    message = choice.message or _Message()
+    content = message.content
+    stop = choice.finish_reason
+    if content is None and message.refusal:
+        content, stop = message.refusal, "content_filter"
+    raw = [
+        (
+            call.id,
+            (call.function.name or "") if call.function else "",
+            (call.function.arguments or "") if call.function else "",
+        )
+        for call in message.tool_calls or ()
+    ]
+    calls, final_text = _calls(raw, context)
+    if final_text is not None:
+        content, calls, stop = final_text, [], "stop"
+    return ModelResponse(content=content, tool_calls=calls, usage=_usage(body.usage), stop_reason=stop)
+
+
+class ChatStream:
+    """Reads one streamed completion, event by event.
+
+    Feed each SSE ``data`` field to `feed`, which returns the text to show (or None); `finish` then gives the
+    complete `ModelResponse`. Tool-call fragments are put together by their ``index``; the final-result tool's
+    argument fragments are shown as text, since they are the answer.
+    """
+
+    __slots__ = ("_calls", "_context", "_parts", "_stop", "_usage", "done")
+
+    def __init__(self, context: WireContext) -> None:
+        self._context = context
+        self._parts: list[str] = []
+        self._calls: dict[int, list[Any]] = {}
+        self._stop: str | None = None
+        self._usage: _Usage | None = None
+        self.done = False
+
+    def feed(self, event: str, data: str) -> str | None:
+        """Take one event; return the text it adds, if any.
+
+        Raises:
+            ModelError: for an error event or an unreadable chunk.
+        """
+        if data == "[DONE]":
+            self.done = True
+            return None
+        chunk = _decode(data)
+        if chunk.error is not None:
+            raise _error(chunk.error)
+        if chunk.usage is not None:
+            self._usage = chunk.usage
+        if not chunk.choices:
+            return None
+        choice = chunk.choices[0]
+        if choice.finish_reason is not None:
+            self._stop = choice.finish_reason
+        delta = choice.delta
+        if delta is None:
+            return None
+        text = delta.content or delta.refusal
+        if text:
+            self._parts.append(text)
+        if delta.tool_calls:
+            final = self._context.final_tool
+            for fragment in delta.tool_calls:
+                index = fragment.index if fragment.index is not None else len(self._calls)
+                slot = self._calls.get(index)
+                if slot is None:
+                    slot = self._calls[index] = [None, "", []]
+                if fragment.id:
+                    slot[0] = fragment.id
+                function = fragment.function
+                if function is not None:
+                    if function.name:
+                        slot[1] += function.name
+                    if function.arguments:
+                        slot[2].append(function.arguments)
+                        if final is not None and slot[1] == final:
+                            text = (text or "") + function.arguments
+        return text or None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the stream said how it ended (a finish reason, or ``[DONE]``)."""
+        return self.done or self._stop is not None
+
+    @property
+    def text(self) -> str:
+        """The answer text received so far."""
+        return "".join(self._parts)
+
+    def finish(self) -> ModelResponse:
+        """The complete response.
+
+        Raises:
+            ModelError: when the stream ended before the server said it was complete (a cut stream).
+        """
+        if not self.finished:
+            raise ModelError("the stream ended before the answer was complete", type="stream_cut", retryable=True)
+        raw = [(slot[0], slot[1], "".join(slot[2])) for _, slot in sorted(self._calls.items())]
+        calls, final_text = _calls(raw, self._context)
+        content: str | None = "".join(self._parts) or None
+        stop = self._stop
+        if final_text is not None:
+            content, calls, stop = final_text, [], "stop"
+        return ModelResponse(content=content, tool_calls=calls, usage=_usage(self._usage), stop_reason=stop)

@@ -1,0 +1,195 @@
+"""Pure helpers shared by the two wire translations (`_openai_convert`, `_anthropic_convert`).
+
+They own what must be the same on every provider: how a log's tool-call ids are made valid for a provider (and
+kept unique in the log when a provider hands back ids it already used), how tool-argument text is parsed, and the
+name of the final-result tool used for structured output. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from .._ids import new_id
+from ..errors import UserError
+from ..messages import Attachment, Message, UserMessage
+from ..tools import ToolCatalog
+from .base import ModelRequest
+
+__all__ = [
+    "FINAL_TOOL",
+    "FINAL_TOOL_DESCRIPTION",
+    "IdMap",
+    "WireContext",
+    "catalog_for",
+    "check_images",
+    "check_tool_choice",
+    "data_url",
+    "final_tool_name",
+    "image_bytes",
+    "parse_arguments",
+    "plain",
+]
+
+FINAL_TOOL = "final_result"
+FINAL_TOOL_DESCRIPTION = "Give the final answer. Call this exactly once, with the answer as its arguments."
+
+_json_decode = msgspec.json.Decoder().decode
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class IdMap:
+    """Tool-call ids of one request: the log's ids made valid for a provider, and response ids kept unique.
+
+    An id that is already valid is sent as is, so ids survive a round trip unchanged. Any other id is sent as
+    its valid characters plus a hash of the whole id: the same log always gives the same wire ids, and the log
+    itself is never rewritten. Ids in responses are new calls; one that is empty or already used in the log (some
+    OpenAI-compatible servers number calls ``call_0``, ``call_1``… in every response) is replaced by a fresh one
+    so the log's ids stay unique.
+
+    Args:
+        strict: Allow only ``[A-Za-z0-9_-]`` (Anthropic); otherwise any characters (OpenAI).
+    """
+
+    __slots__ = ("_strict", "_to_wire", "_used_wire", "seen")
+
+    def __init__(self, *, strict: bool) -> None:
+        self._strict = strict
+        self._to_wire: dict[str, str] = {}
+        self._used_wire: set[str] = set()
+        self.seen: set[str] = set()
+
+    def wire(self, original: str) -> str:
+        """The id to send for a log id (stable for the request)."""
+        known = self._to_wire.get(original)
+        if known is not None:
+            return known
+        self.seen.add(original)
+        if self._valid(original) and original not in self._used_wire:
+            safe = original
+        else:
+            base = _UNSAFE_CHARS.sub("_", original) if self._strict else original
+            digest = hashlib.sha256(original.encode("utf-8")).hexdigest()
+            size = 16
+            safe = f"{base[:40]}_{digest[:size]}" if base else f"id_{digest[:size]}"
+            while safe in self._used_wire:  # a different id already took this one: lengthen the hash
+                size += 4
+                safe = f"{base[:40]}_{digest[:size]}"
+        self._to_wire[original] = safe
+        self._used_wire.add(safe)
+        return safe
+
+    def _valid(self, value: str) -> bool:
+        if self._strict:
+            return _SAFE_ID.match(value) is not None
+        return 0 < len(value) <= 64
+
+    def response_id(self, value: str | None) -> str:
+        """The log id for a call in a response: the provider's own id, unless it would repeat one."""
+        if not value or value in self.seen or value in self._used_wire:
+            value = f"call_{new_id()}"
+        self.seen.add(value)
+        return value
+
+
+def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
+    """Tool-argument text as ``(arguments, raw_arguments)``: raw text is kept only when it is not a JSON object.
+
+    Empty text means no arguments (some servers send ``""`` for a tool without parameters).
+    """
+    if not text or text.isspace():
+        return {}, None
+    try:
+        value = _json_decode(text)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return {}, text
+    if type(value) is dict:
+        return value, None
+    return {}, text
+
+
+def catalog_for(request: ModelRequest) -> ToolCatalog:
+    """The wire-name catalog of a request: its offered tools (history names are added as they are met)."""
+    return ToolCatalog(spec.name for spec in request.tools)
+
+
+def final_tool_name(taken: Iterable[str]) -> str:
+    """A wire name for the final-result tool that none of the ``taken`` wire names uses."""
+    used = set(taken)
+    name = FINAL_TOOL
+    counter = 1
+    while name in used:
+        counter += 1
+        name = f"{FINAL_TOOL}_{counter}"
+    return name
+
+
+def image_bytes(attachment: Attachment) -> bytes:
+    """The bytes of an image attachment, with a clear error when there are none."""
+    data = attachment.read_bytes()
+    if data is None:
+        raise UserError(f"image attachment {attachment!r} has neither data, a path nor a url")
+    return data
+
+
+def check_images(messages: Iterable[Message]) -> None:
+    """Refuse, before anything is sent, image attachments a provider cannot be given."""
+    for message in messages:
+        if type(message) is not UserMessage:
+            continue
+        for attachment in message.attachments:
+            if attachment.kind != "image":
+                continue
+            if attachment.url is None and attachment.data is None and attachment.path is None:
+                raise UserError("an image attachment needs data, a path or a url")
+            if attachment.url is None and not (attachment.media_type or "").startswith("image/"):
+                raise UserError(
+                    f"image attachment {attachment.name or ''!s} has an unknown media type "
+                    f"({attachment.media_type!r}); pass media_type='image/png' (or jpeg, gif, webp)"
+                )
+
+
+class WireContext:
+    """What one request's translation needs again when its response is read.
+
+    Attributes:
+        catalog: Real tool names <-> wire names.
+        ids: The log's tool-call ids <-> wire ids.
+        final_tool: The wire name of the final-result tool, when structured output goes through a tool.
+    """
+
+    __slots__ = ("catalog", "final_tool", "ids")
+
+    def __init__(self, catalog: ToolCatalog, ids: IdMap, final_tool: str | None = None) -> None:
+        self.catalog = catalog
+        self.ids = ids
+        self.final_tool = final_tool
+
+
+def data_url(attachment: Attachment) -> str:
+    """An image attachment as a URL: its own ``url``, else a ``data:`` URL of its bytes."""
+    if attachment.url is not None:
+        return attachment.url
+    encoded = base64.b64encode(image_bytes(attachment)).decode("ascii")
+    return f"data:{attachment.media_type};base64,{encoded}"
+
+
+def plain(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A mapping as a plain ``dict`` (msgspec encodes only real dicts)."""
+    return value if type(value) is dict else dict(value)
+
+
+def check_tool_choice(request: ModelRequest) -> None:
+    """Refuse a ``tool_choice`` that names a tool the request does not offer."""
+    choice = request.tool_choice
+    if choice is None or choice in ("auto", "required", "none"):
+        return
+    if not any(spec.name == choice for spec in request.tools):
+        offered = ", ".join(spec.name for spec in request.tools) or "none"
+        raise UserError(f"tool_choice {choice!r} names a tool that is not offered (offered: {offered})")

@@ -1,0 +1,21 @@
+"""Fake OpenAI and Anthropic servers over real HTTP on 127.0.0.1, for the provider tests and the benchmark."""
+
+from __future__ import annotations
+
+from ._base import Answer, Close, Cut, Events, FakeServer, Hang, Recorded, Status, ToolUse
+from .anthropic import FakeAnthropic
+from .openai import FakeOpenAI
+
+__all__ = [
+    "Answer",
+    "Close",
+    "Cut",
+    "Events",
+    "FakeAnthropic",
+    "FakeOpenAI",
+    "FakeServer",
+    "Hang",
+    "Recorded",
+    "Status",
+    "ToolUse",
+]

@@ -1,0 +1,124 @@
+"""A fake Anthropic Messages server: ``POST /v1/messages``, JSON or a stream of named events.
+
+The shapes follow the API reference: a ``message`` object with ``content`` blocks (``text``, ``tool_use`` with
+``input`` as an object), ``stop_reason`` and ``usage``; streamed, ``message_start``, then for each block
+``content_block_start``, ``content_block_delta`` (``text_delta`` or ``input_json_delta`` with ``partial_json``
+fragments) and ``content_block_stop``, with a ``ping`` after the first block starts, then ``message_delta`` (stop
+reason and output usage) and ``message_stop``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from ._base import Answer, FakeServer, Recorded, chunks
+
+
+def tool_id(tool: Any) -> str:
+    return tool.id or "toolu_01" + secrets.token_hex(11)
+
+
+class FakeAnthropic(FakeServer):
+    """The fake Anthropic server; point ``AnthropicModel(base_url=server.base_url)`` at it."""
+
+    path = "/v1/messages"
+    name = "anthropic"
+
+    @property
+    def base_url(self) -> str:
+        return self.root
+
+    def error_body(self, status: int) -> Any:
+        kinds = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            429: "rate_limit_error",
+            500: "api_error",
+            529: "overloaded_error",
+        }
+        messages = {401: "invalid x-api-key", 429: "Number of request tokens has exceeded your per-minute rate limit"}
+        kind = kinds.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": messages.get(status, kind.replace("_", " "))}}
+
+    def _blocks(self, answer: Answer) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        if answer.text:
+            blocks.append({"type": "text", "text": answer.text})
+        for tool in answer.tool_calls:
+            try:
+                value = json.loads(tool.arguments)
+            except ValueError:
+                value = tool.arguments  # only a stream can carry invalid JSON; see render_events
+            blocks.append({"type": "tool_use", "id": tool_id(tool), "name": tool.name, "input": value})
+        return blocks
+
+    def render_json(self, answer: Answer, request: Recorded) -> Any:
+        body = request.json or {}
+        return {
+            "id": "msg_01" + secrets.token_hex(11),
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "claude-haiku-4-5"),
+            "content": self._blocks(answer),
+            "stop_reason": "tool_use" if answer.tool_calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens},
+        }
+
+    def render_events(self, answer: Answer, request: Recorded) -> list[tuple[str | None, str]]:
+        body = request.json or {}
+
+        def event(kind: str, data: dict[str, Any]) -> tuple[str, str]:
+            return kind, json.dumps({"type": kind, **data})
+
+        start = {
+            "id": "msg_01" + secrets.token_hex(11),
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": body.get("model", "claude-haiku-4-5"),
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": answer.input_tokens, "output_tokens": 1},
+        }
+        events = [event("message_start", {"message": start})]
+        index = 0
+        if answer.text:
+            events.append(event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
+            events.append(event("ping", {}))
+            for piece in chunks(answer.text):
+                events.append(
+                    event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}})
+                )
+            events.append(event("content_block_stop", {"index": 0}))
+            index = 1
+        for tool in answer.tool_calls:
+            block = {"type": "tool_use", "id": tool_id(tool), "name": tool.name, "input": {}}
+            events.append(event("content_block_start", {"index": index, "content_block": block}))
+            if index == 0:
+                events.append(event("ping", {}))
+            events.append(
+                event(
+                    "content_block_delta", {"index": index, "delta": {"type": "input_json_delta", "partial_json": ""}}
+                )
+            )
+            for piece in chunks(tool.arguments, 7):
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                events.append(event("content_block_delta", {"index": index, "delta": delta}))
+            events.append(event("content_block_stop", {"index": index}))
+            index += 1
+        stop = "tool_use" if answer.tool_calls else "end_turn"
+        events.append(
+            event(
+                "message_delta",
+                {
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": answer.output_tokens},
+                },
+            )
+        )
+        events.append(event("message_stop", {}))
+        return events
