@@ -130,6 +130,7 @@ class Conversation:
         self._saved_artifacts: set[str] = set()
         self._artifact_tool: Tool | None = None
         self._memory_cache: dict[str, Any] = {}
+        self._call_ids: set[str] | None = None
         self._in_store = False
         self._untitled = False  # stored without a title yet: the first user message names it
         if store is not None and id is not None and store.has_conversation(id):
@@ -203,6 +204,8 @@ class Conversation:
     def _record(self, message: Message) -> None:
         self.messages.append(message)
         self._note_mentions(message)
+        if self._call_ids is not None and type(message) is AssistantMessage and message.tool_calls:
+            self._call_ids.update(call.id for call in message.tool_calls)
         if self.store is not None:
             self._ensure_stored()
             self.store.append(self.id, (message,))
@@ -210,6 +213,14 @@ class Conversation:
                 # The row was made before any user message (e.g. to keep the mode): title it now.
                 self.store.update_metadata(self.id, title=self._title())
                 self._untitled = False
+
+    def _known_call_ids(self) -> set[str]:
+        """Every tool-call id in the log (built on first use, then kept up to date by `_record`)."""
+        if self._call_ids is None:
+            self._call_ids = {
+                call.id for message in self.messages if type(message) is AssistantMessage for call in message.tool_calls
+            }
+        return self._call_ids
 
     def _ensure_stored(self) -> None:
         if self._in_store or self.store is None:

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._ids import new_id
 from .errors import ModelError
 from .messages import DEFAULT_META, AssistantMessage, LLMError, Message, ToolCall, ToolMessage, Usage
 from .models.base import ModelRequest, ModelResponse, ModelSettings, ResponseFormat, TextDelta
@@ -105,7 +106,7 @@ async def run_turn(conversation: Conversation, options: TurnOptions) -> AsyncIte
         response = await _call_model(conversation, model, request, options, result)
         message = AssistantMessage(
             content=response.content,
-            tool_calls=response.tool_calls,
+            tool_calls=_unique_ids(conversation, response.tool_calls) if response.tool_calls else response.tool_calls,
             model=response.model or model.name,
             usage=response.usage,
             meta=_meta(options),
@@ -226,6 +227,22 @@ async def _run_tools(calls: list[ToolCall], tools: dict[str, Any], options: Turn
         for task in tasks:
             if not task.done():
                 task.cancel()
+
+
+def _unique_ids(conversation: Conversation, calls: list[ToolCall]) -> list[ToolCall]:
+    """Keep tool-call ids unique within the log: some servers number calls ``call_0``, ``call_1``… in every answer,
+    and a repeated id would make a result ambiguous (and Anthropic refuses repeated ``tool_use`` ids)."""
+    known = conversation._known_call_ids()
+    out: list[ToolCall] = []
+    for call in calls:
+        if call.id and call.id not in known:
+            known.add(call.id)
+            out.append(call)
+            continue
+        fresh = f"{call.id or 'call'}-{new_id()[-10:].lower()}"
+        known.add(fresh)
+        out.append(ToolCall(id=fresh, name=call.name, arguments=call.arguments, raw_arguments=call.raw_arguments))
+    return out
 
 
 def _meta(options: TurnOptions) -> Any:

@@ -435,3 +435,31 @@ async def test_images_need_an_image_capable_model() -> None:
     with pytest.raises(CapabilityError, match="images"):
         await builder.prompt_async()
     assert model.requests == []
+
+
+async def test_repeated_tool_call_ids_from_a_model_are_made_unique_in_the_log() -> None:
+    """Some servers number calls call_0, call_1… in every answer; the log must still pair each result with its call."""
+    from threadline import AssistantMessage, Conversation, ConversationConfig, ToolCall, ToolMessage, UserMessage
+    from threadline.testing import ScriptedModel
+
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    def calls(*texts: str) -> AssistantMessage:
+        return AssistantMessage(tool_calls=[ToolCall(id="call_0", name="echo", arguments={"text": t}) for t in texts])
+
+    model = ScriptedModel([calls("a"), "first done", calls("b", "c"), "second done"])
+    conv = Conversation(config=ConversationConfig(model=model, tools=[echo]))
+    for question in ("one", "two"):
+        conv.add(UserMessage(content=question))
+        async for _ in conv:
+            pass
+    conv.messages.validate()
+    ids = [c.id for m in conv.messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    assert ids[0] == "call_0" and len(set(ids)) == 3 and all(i.startswith("call_0") for i in ids)
+    results = {m.tool_call_id: m.content for m in conv.messages if isinstance(m, ToolMessage)}
+    assert [results[i] for i in ids] == ["a", "b", "c"]
+    # What the model is sent next uses the same, now unique, ids.
+    sent = [m for m in model.requests[3].messages if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in sent] == ids
