@@ -1,0 +1,197 @@
+"""``threadline prompt`` as a user runs it: a subprocess on the embedded model, the answer streamed to stdout, tools
+from ``-T module:name``, and one clear line (never a traceback) for every bad option."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOLS_MODULE = '''
+class Units:
+    """A unit converter."""
+
+    name = "Units"
+
+    def celsius_to_fahrenheit(self, celsius: float) -> str:
+        """Convert a temperature from degrees Celsius to degrees Fahrenheit."""
+        return f"{celsius:g} °C = {celsius * 9 / 5 + 32:g} °F"
+
+
+units = Units()
+
+
+def celsius_to_fahrenheit(celsius: float) -> str:
+    """Convert a temperature from degrees Celsius to degrees Fahrenheit."""
+    return units.celsius_to_fahrenheit(celsius)
+
+
+answer = 42
+'''
+
+
+def threadline(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "100"}
+    return subprocess.run(
+        [sys.executable, "-m", "threadline", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        timeout=600,
+    )
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "mytools.py").write_text(TOOLS_MODULE, encoding="utf-8")
+    (tmp_path / "broken.py").write_text("raise RuntimeError('this module is broken')\n", encoding="utf-8")
+    return tmp_path
+
+
+def assert_one_line_error(done: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert done.returncode != 0
+    assert "Traceback" not in done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("Error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_prompt_answers_on_stdout(workdir: Path) -> None:
+    done = threadline("prompt", "What is the capital of France?", "--temperature", "0", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert "Paris" in done.stdout
+    assert "Traceback" not in done.stderr
+    assert "Loading local:smollm2" in done.stderr  # progress goes to stderr, never into the answer
+
+
+def test_prompt_streams_the_answer_as_it_is_generated(workdir: Path) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "threadline",
+        "prompt",
+        "Write a long story about a dragon.",
+        "--max-tokens",
+        "150",
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    reads: list[bytes] = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=workdir, env=env) as process:
+        assert process.stdout is not None
+        while True:
+            chunk = os.read(process.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            reads.append(chunk)
+        assert process.wait(timeout=600) == 0
+    # Written token by token and flushed: the pipe delivers the answer in many pieces, not once at exit.
+    assert len(reads) >= 5
+    assert len(b"".join(reads).decode().split()) >= 20
+
+
+def test_prompt_reads_stdin(workdir: Path) -> None:
+    done = threadline("prompt", "--max-tokens", "12", cwd=workdir, stdin="Say hello.")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+
+
+def test_prompt_with_a_function_tool(workdir: Path) -> None:
+    done = threadline(
+        "prompt",
+        "What is 20 degrees Celsius in Fahrenheit?",
+        "-T",
+        "mytools:celsius_to_fahrenheit",
+        "--tool-choice",
+        "required",
+        "--temperature",
+        "0",
+        cwd=workdir,
+    )
+    assert done.returncode == 0, done.stderr
+    # The call and its real result are shown together on stderr; the answer is on stdout.
+    assert "→ celsius_to_fahrenheit(" in done.stderr
+    assert "← 20 °C = 68 °F" in done.stderr
+    assert done.stdout.strip()
+
+
+def test_prompt_with_an_object_whose_methods_are_tools(workdir: Path) -> None:
+    done = threadline(
+        "prompt",
+        "What is 100 degrees Celsius in Fahrenheit?",
+        "-T",
+        "mytools:units",
+        "--tool-choice",
+        "required",
+        "--temperature",
+        "0",
+        cwd=workdir,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "→ Units.celsius_to_fahrenheit(" in done.stderr
+    assert "°F" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragments"),
+    [
+        ("nocolon", ("bad tool 'nocolon'", "expected MODULE:NAME")),
+        (":f", ("bad tool ':f'", "expected MODULE:NAME")),
+        ("mytools:", ("bad tool 'mytools:'",)),
+        ("no_such_module:f", ("cannot import 'no_such_module'",)),
+        ("mytools:missing", ("mytools has no attribute 'missing'",)),
+        ("mytools:Units", ("Units is a class",)),
+        ("mytools:answer", ("answer is a int value",)),
+        ("broken:f", ("importing broken failed", "RuntimeError: this module is broken")),
+        ("missing_file.py:f", ("no file missing_file.py",)),
+    ],
+)
+def test_bad_tool_spec_is_one_line(workdir: Path, spec: str, fragments: tuple[str, ...]) -> None:
+    done = threadline("prompt", "hi", "-T", spec, cwd=workdir)
+    assert_one_line_error(done, *fragments)
+    assert done.returncode == 2
+
+
+def test_unknown_model_is_one_line(workdir: Path) -> None:
+    done = threadline("prompt", "hi", "-m", "nope:model", cwd=workdir)
+    assert_one_line_error(done, "unknown model 'nope:model'")
+
+
+def test_missing_gguf_file_is_one_line(workdir: Path) -> None:
+    done = threadline("prompt", "hi", "-m", "local:/nonexistent.gguf", cwd=workdir)
+    assert_one_line_error(done, "no GGUF model file at /nonexistent.gguf")
+
+
+def test_tool_choice_for_a_tool_that_is_not_offered_is_one_line(workdir: Path) -> None:
+    done = threadline("prompt", "hi", "-T", "mytools:celsius_to_fahrenheit", "--tool-choice", "launch", cwd=workdir)
+    assert_one_line_error(done, "tool_choice names 'launch', which is not offered")
+
+
+def test_empty_prompt_is_a_usage_error(workdir: Path) -> None:
+    done = threadline("prompt", "   ", cwd=workdir)
+    assert done.returncode == 2
+    assert "the prompt is empty" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_chat_keeps_the_conversation_across_lines(workdir: Path) -> None:
+    done = threadline(
+        "chat",
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "30",
+        cwd=workdir,
+        stdin="What is the capital of France?\nAnd of Italy?\n",
+    )
+    assert done.returncode == 0, done.stderr
+    answers = [line for line in done.stdout.splitlines() if line.strip()]
+    assert len(answers) == 2
+    assert "Paris" in answers[0]
+    assert "Rome" in answers[1]  # "And of Italy?" only makes sense with the first exchange in context
