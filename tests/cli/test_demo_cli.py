@@ -63,6 +63,20 @@ def test_demo_runs_saves_reloads_and_continues(tmp_path: Path) -> None:
     assert "MessageList.from_json" in done.stdout
     assert "Loading local:smollm2" in done.stderr
 
+    # The store holds both conversations, persisted as they happened: the first one, and the reloaded one that
+    # continued it, which is the same log as the file.
+    from threadline import open_store
+
+    with open_store(f"sqlite:///{home / 'threadline.db'}") as store:
+        infos = store.list_conversations()
+        assert len(infos) == 2
+        continued = store.load(infos[0].id)
+        assert continued == log
+        first = store.load(infos[1].id)
+        assert list(first) == messages[: len(first)] and len(first) == messages.index(users[1])
+        assert infos[0].title == "What is 37 degrees Celsius in Fahrenheit?"
+    assert f"threadline logs show {infos[0].id}" in last_line
+
 
 def test_demo_refuses_an_unwritable_out_path_before_running(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"

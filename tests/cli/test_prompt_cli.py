@@ -195,3 +195,58 @@ def test_chat_keeps_the_conversation_across_lines(workdir: Path) -> None:
     assert len(answers) == 2
     assert "Paris" in answers[0]
     assert "Rome" in answers[1]  # "And of Italy?" only makes sense with the first exchange in context
+
+
+# -- the store: every prompt is logged; -c and --cid continue --------------------------------------------------------
+def _stored() -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """Every stored conversation (most recent first) as (id, [(role, content)]), read from the default store."""
+    from threadline import open_store
+
+    with open_store() as store:
+        return [
+            (info.id, [(m.role, m.content) for m in store.load(info.id)])
+            for info in store.list_conversations(limit=100)
+        ]
+
+
+def test_prompt_logs_to_the_store_and_continues_with_c_and_cid(workdir: Path) -> None:
+    first = threadline("prompt", "Say hello.", "--max-tokens", "8", cwd=workdir)
+    assert first.returncode == 0, first.stderr
+    [(first_id, log)] = _stored()
+    assert [role for role, _ in log] == ["user", "assistant"] and log[0][1] == "Say hello."
+    assert f"conversation {first_id}" in first.stderr
+
+    again = threadline("prompt", "-c", "Say it again.", "--max-tokens", "8", cwd=workdir)
+    assert again.returncode == 0, again.stderr
+    [(same_id, log)] = _stored()
+    assert same_id == first_id
+    assert [content for role, content in log if role == "user"] == ["Say hello.", "Say it again."]
+    assert len(log) == 4
+
+    other = threadline("prompt", "Name a fruit.", "--max-tokens", "8", cwd=workdir)
+    assert other.returncode == 0, other.stderr
+    by_id = dict(_stored())
+    assert len(by_id) == 2
+    # --cid continues the older one, not the latest.
+    older = threadline("prompt", "--cid", first_id, "One more time.", "--max-tokens", "8", cwd=workdir)
+    assert older.returncode == 0, older.stderr
+    by_id = dict(_stored())
+    assert [content for role, content in by_id[first_id] if role == "user"][-1] == "One more time."
+    assert len(by_id[first_id]) == 6
+    other_id = next(cid for cid in by_id if cid != first_id)
+    assert len(by_id[other_id]) == 2
+
+
+def test_prompt_store_errors_are_one_line(workdir: Path) -> None:
+    assert_one_line_error(threadline("prompt", "-c", "hi", cwd=workdir), "no conversation to continue")
+    assert_one_line_error(threadline("prompt", "--cid", "nope", "hi", cwd=workdir), "no conversation 'nope'")
+    assert_one_line_error(threadline("prompt", "-c", "--cid", "x", "hi", cwd=workdir), "either -c")
+    assert_one_line_error(threadline("prompt", "--no-log", "-c", "hi", cwd=workdir), "--no-log")
+    assert _stored() == []
+
+
+def test_prompt_no_log_keeps_nothing(workdir: Path) -> None:
+    done = threadline("prompt", "--no-log", "Say hello.", "--max-tokens", "8", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+    assert _stored() == []

@@ -1,8 +1,9 @@
 """``threadline demo``: the main job, end to end, on the embedded model with no key and no network.
 
 A conversation with a tool (an object whose method becomes ``Units.celsius_to_fahrenheit``) runs with the first call
-forced; each message is shown as it happens. The log is saved to a JSON file, read back with
-`MessageList.from_json` into a new `Conversation`, continued with a follow-up question, and saved again.
+forced; each message is shown as it happens and kept in the store the moment it exists. The log is also written to
+a JSON file; it is read back from the file with `MessageList.from_json` into a new `Conversation` (checked against
+what the store holds), continued with a follow-up question, and saved again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import ThreadlineError
 from ._errors import friendly_errors
+from .logs import open_cli_store, store_option
 from .prompt import TurnPrinter, prepare_model, resolve_model, run_printed_turn
 
 if TYPE_CHECKING:
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
 
     from ..conversation import Conversation
     from ..models.base import Model
+    from ..store import Store
 
 __all__ = ["FOLLOW_UP", "QUESTION", "Units", "default_demo_path", "demo", "run_demo"]
 
@@ -58,9 +62,9 @@ def _save(conversation: Conversation, path: Path) -> None:
     tmp.replace(path)
 
 
-def run_demo(model: Model, out: Path, console: Console, status: Console) -> Conversation:
+def run_demo(model: Model, out: Path, console: Console, status: Console, store: Store | None = None) -> Conversation:
     """Run the demo on ``model``, printing to ``console`` (progress on ``status``); return the continued
-    conversation. The file at ``out`` holds the whole log when this returns."""
+    conversation. The file at ``out`` — and ``store``, when given — hold the whole log when this returns."""
     from .. import llm
     from ..conversation import Conversation
     from ..messages import MessageList
@@ -80,9 +84,11 @@ def run_demo(model: Model, out: Path, console: Console, status: Console) -> Conv
     console.rule(f"threadline demo · {model.name} · running on this machine, no network")
     prepare_model(model, status)
 
+    builder = llm.model(model)
+    if store is not None:
+        builder = builder.store(store)
     first = (
-        llm.model(model)
-        .agent(SYSTEM)
+        builder.agent(SYSTEM)
         .tools(units)
         .tool_choice("required")
         .max_tool_rounds(2)
@@ -93,11 +99,15 @@ def run_demo(model: Model, out: Path, console: Console, status: Console) -> Conv
     show_request(first)
     run_printed_turn(first, printer())
     _save(first, out)
-    console.print(f"[dim]Saved {len(first.messages)} messages to {out}.[/]")
+    where = f" and in the store as conversation {first.id}" if store is not None else ""
+    console.print(f"[dim]Saved {len(first.messages)} messages to {out}{where}.[/]")
 
     loaded = MessageList.from_json(out.read_text(encoding="utf-8"))
     loaded.validate()
-    second = Conversation(messages=loaded)
+    if store is not None and store.load(first.id) != loaded:
+        raise ThreadlineError("the saved file and the store disagree about the conversation")
+    # The reloaded log continues as a conversation of its own (a new id), kept in the store as well.
+    second = Conversation(messages=loaded, store=store)
     console.print(
         f"[dim]Read them back with MessageList.from_json into a new conversation ({second.id}); asking a follow-up.[/]"
     )
@@ -118,8 +128,9 @@ def run_demo(model: Model, out: Path, console: Console, status: Console) -> Conv
     help="Where to save the conversation (JSON). Default: demo.json in $THREADLINE_HOME or the user data directory.",
 )
 @click.option("-m", "--model", "model_name", default="local", show_default=True, help="The model to run the demo on.")
+@store_option
 @friendly_errors
-def demo(out: Path | None, model_name: str) -> None:
+def demo(out: Path | None, model_name: str, store_url: str | None) -> None:
     """Run a tool-using conversation on the embedded model; save it, reload it, continue it."""
     from rich.console import Console
 
@@ -129,5 +140,10 @@ def demo(out: Path | None, model_name: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)  # fail before the model runs, not after
     model = resolve_model(model_name)
     console = Console(highlight=False)
-    conversation = run_demo(model, path, console, stderr_console())
-    console.print(f"The conversation ({len(conversation.messages)} messages) is saved in {path}")
+    with open_cli_store(store_url) as store:
+        conversation = run_demo(model, path, console, stderr_console(), store)
+        console.print(
+            f"The conversation ({len(conversation.messages)} messages) is saved in {path} and in {store.url} "
+            f"(threadline logs show {conversation.id})",
+            soft_wrap=True,
+        )

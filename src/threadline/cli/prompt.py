@@ -20,13 +20,16 @@ import click
 from ..errors import UserError
 from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
 from ._errors import EXIT_USAGE, CommandError, friendly_errors
+from .logs import open_cli_store, store_option
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..builder import PromptBuilder
     from ..conversation import Conversation
     from ..loop import TurnResult
     from ..models.base import Model
+    from ..store import Store
 
 __all__ = [
     "TurnPrinter",
@@ -34,6 +37,7 @@ __all__ = [
     "check_tool_choice",
     "load_tool",
     "load_tools",
+    "open_conversation",
     "prepare_model",
     "prompt",
     "resolve_model",
@@ -317,6 +321,49 @@ _temperature_option = click.option(
 )
 
 
+_continue_option = click.option(
+    "-c", "--continue", "continue_latest", is_flag=True, help="Continue the most recently updated conversation."
+)
+_cid_option = click.option("--cid", default=None, metavar="ID", help="Continue the conversation with this id.")
+_mode_option = click.option(
+    "--mode", type=click.Choice(["chat", "agent", "run"]), default=None, help="Switch the conversation's mode."
+)
+_no_log_option = click.option("--no-log", is_flag=True, help="Do not keep this conversation in the store.")
+
+
+def open_conversation(
+    store: Store | None, continue_latest: bool, cid: str | None, model: Model
+) -> tuple[Conversation, PromptBuilder]:
+    """The conversation a command works on: a new one (kept in ``store`` when given), the latest one (``-c``), or
+    the one with id ``cid``; and a builder for it with ``model`` chosen.
+
+    Raises:
+        CommandError: for ``-c`` with ``--cid``, ``-c`` on an empty store, an unknown id, or either without a store.
+    """
+    from ..conversation import Conversation
+    from ..errors import StoreError
+    from ..store import latest_conversation_id
+
+    if continue_latest and cid:
+        raise CommandError("use either -c (the latest conversation) or --cid ID, not both", EXIT_USAGE)
+    if (continue_latest or cid) and store is None:
+        raise CommandError("-c and --cid continue a stored conversation; they cannot be used with --no-log", EXIT_USAGE)
+    if continue_latest:
+        assert store is not None
+        cid = latest_conversation_id(store)
+        if cid is None:
+            raise CommandError(f"there is no conversation to continue in {store.url}", EXIT_USAGE)
+    if cid:
+        assert store is not None
+        try:
+            conversation = Conversation.load(cid, store)
+        except StoreError as exc:
+            raise CommandError(str(exc), EXIT_USAGE) from None
+    else:
+        conversation = Conversation(store=store)
+    return conversation, conversation.continuation.model(model)
+
+
 @click.command("prompt")
 @click.argument("text", required=False)
 @_model_option
@@ -325,8 +372,13 @@ _temperature_option = click.option(
 @click.option(
     "--tool-choice", default=None, metavar="CHOICE", help="auto, required, none or a tool name (first request)."
 )
+@_continue_option
+@_cid_option
+@_mode_option
 @_max_tokens_option
 @_temperature_option
+@_no_log_option
+@store_option
 @friendly_errors
 def prompt(
     text: str | None,
@@ -334,12 +386,18 @@ def prompt(
     system: str | None,
     tool_specs: tuple[str, ...],
     tool_choice: str | None,
+    continue_latest: bool,
+    cid: str | None,
+    mode: str | None,
     max_tokens: int | None,
     temperature: float | None,
+    no_log: bool,
+    store_url: str | None,
 ) -> None:
-    """Send TEXT (or stdin) to a model and stream the answer to stdout; tool calls are shown on stderr."""
-    from .. import llm
+    """Send TEXT (or stdin) to a model and stream the answer to stdout; tool calls are shown on stderr.
 
+    Every conversation is kept in the store (see `threadline logs list`); -c or --cid continues one.
+    """
     if text is None:
         if sys.stdin.isatty():
             raise click.UsageError("give the prompt as an argument, or pipe it to stdin")
@@ -349,55 +407,87 @@ def prompt(
     tools = load_tools(tool_specs)
     check_tool_choice(tool_choice, tools)
     model = resolve_model(model_name)
-    builder = llm.model(model)
-    if system:
-        builder = builder.agent(system)
-    if tools:
-        builder = builder.tools(*tools)
-    if tool_choice:
-        builder = builder.tool_choice(tool_choice)
-    conversation = builder.request(text).prompt_conversation(**_settings(max_tokens, temperature))
-    events = stderr_console()
-    prepare_model(model, events)
-    run_printed_turn(conversation, TurnPrinter(stdout_writer(), events))
+    store = None if no_log else open_cli_store(store_url)
+    try:
+        conversation, builder = open_conversation(store, continue_latest, cid, model)
+        if system:
+            builder = builder.agent(system)
+        if tools:
+            builder = builder.tools(*tools)
+        if tool_choice:
+            builder = builder.tool_choice(tool_choice)
+        if mode:
+            builder = builder.mode(mode)
+        builder.request(text).prompt_conversation(**_settings(max_tokens, temperature))
+        events = stderr_console()
+        prepare_model(model, events)
+        try:
+            run_printed_turn(conversation, TurnPrinter(stdout_writer(), events))
+        finally:
+            if store is not None:
+                events.print(f"[dim]conversation {conversation.id} (continue with: threadline prompt -c …)[/]")
+    finally:
+        if store is not None:
+            store.close()
 
 
 @click.command("chat")
 @_model_option
 @_system_option
 @_tool_option
+@_continue_option
+@_cid_option
+@_mode_option
 @_max_tokens_option
 @_temperature_option
+@_no_log_option
+@store_option
 @friendly_errors
 def chat(
     model_name: str | None,
     system: str | None,
     tool_specs: tuple[str, ...],
+    continue_latest: bool,
+    cid: str | None,
+    mode: str | None,
     max_tokens: int | None,
     temperature: float | None,
+    no_log: bool,
+    store_url: str | None,
 ) -> None:
-    """Talk with a model, one line at a time (an empty line, 'exit' or Ctrl-D ends the chat)."""
-    from ..conversation import Conversation
+    """Talk with a model, one line at a time (an empty line, 'exit' or Ctrl-D ends the chat).
 
+    The conversation is kept in the store; -c or --cid continues an earlier one.
+    """
     tools = load_tools(tool_specs)
     model = resolve_model(model_name)
-    events = stderr_console()
-    prepare_model(model, events)
-    conversation = Conversation()
-    builder = conversation.continuation.model(model)
-    if system:
-        builder = builder.agent(system)
-    if tools:
-        builder = builder.tools(*tools)
-    interactive = sys.stdin.isatty()
-    while True:
-        try:
-            line = input("you › " if interactive else "")
-        except EOFError:
-            break
-        if not line.strip() or line.strip() in ("exit", "quit"):
-            break
-        builder.request(line).prompt_conversation(**_settings(max_tokens, temperature))
-        label = "assistant › " if interactive else ""
-        run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, label=label))
-        builder = conversation.continuation
+    store = None if no_log else open_cli_store(store_url)
+    try:
+        conversation, builder = open_conversation(store, continue_latest, cid, model)
+        events = stderr_console()
+        prepare_model(model, events)
+        if system:
+            builder = builder.agent(system)
+        if tools:
+            builder = builder.tools(*tools)
+        if mode:
+            builder = builder.mode(mode)
+        interactive = sys.stdin.isatty()
+        while True:
+            try:
+                line = input("you › " if interactive else "")
+            except EOFError:
+                break
+            if not line.strip() or line.strip() in ("exit", "quit"):
+                break
+            builder.request(line).prompt_conversation(**_settings(max_tokens, temperature))
+            label = "assistant › " if interactive else ""
+            run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, label=label))
+            builder = conversation.continuation
+        if store is not None and len(conversation.messages):
+            events.print(
+                f"[dim]conversation {conversation.id} (continue with: threadline chat --cid {conversation.id})[/]"
+            )
+    finally:
+        if store is not None:
+            store.close()
