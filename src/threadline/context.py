@@ -16,8 +16,9 @@ text is saved as an artifact and the model can read it with the built-in ``read_
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ._window import select_window
 from .messages import (
@@ -49,8 +50,7 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-@dataclass(slots=True)
-class ContextSettings:
+class ContextSettings(msgspec.Struct):
     """Budgets and policies of the context window.
 
     Attributes:
@@ -85,8 +85,7 @@ class ContextSettings:
             raise ValueError("tool_preview_chars must be at least 1")
 
 
-@dataclass(frozen=True, slots=True)
-class ModePrompts:
+class ModePrompts(msgspec.Struct, frozen=True):
     """The texts of the system prefix. Each is used as given; empty strings are left out.
 
     Attributes:
@@ -109,8 +108,7 @@ class ModePrompts:
     banner: str = "MODE\n- active: {mode}\n- note: history may include other modes; follow current instructions."
 
 
-@dataclass(frozen=True, slots=True)
-class RunContext:
+class RunContext(msgspec.Struct, frozen=True):
     """Run-mode context injected after the system prefix (see `threadline.runs`)."""
 
     directive: str
@@ -126,16 +124,14 @@ class RunContext:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class DroppedMessage:
+class DroppedMessage(msgspec.Struct, frozen=True):
     """A message of the log left out of a request, and why (``budget:max_messages``, ``ui_only``, ``orphan``…)."""
 
     id: str
     reason: str
 
 
-@dataclass(slots=True)
-class ContextReport:
+class ContextReport(msgspec.Struct):
     """What a build kept and dropped.
 
     Attributes:
@@ -152,16 +148,16 @@ class ContextReport:
             run context, summary note), not taken from the log.
     """
 
-    kept: list[str] = field(default_factory=list)
+    kept: list[str] = msgspec.field(default_factory=list)
     estimated_tokens: int = 0
     chars: int = 0
     over_budget: bool = False
     stopped_by: str | None = None
-    synthetic: list[str] = field(default_factory=list)
-    artifacts: list[str] = field(default_factory=list)
+    synthetic: list[str] = msgspec.field(default_factory=list)
+    artifacts: list[str] = msgspec.field(default_factory=list)
     summary: str | None = None
     prefix_messages: int = 0
-    _explicit: list[DroppedMessage] = field(default_factory=list)
+    _explicit: list[DroppedMessage] = msgspec.field(default_factory=list)
     _log: Sequence[Message] | None = None
     _cut: int = 0
 
@@ -185,8 +181,7 @@ class ContextReport:
         return (0, self._cut)
 
 
-@dataclass(slots=True)
-class BuiltContext:
+class BuiltContext(msgspec.Struct):
     """The messages of one request and the report of how they were chosen."""
 
     messages: list[Message]

@@ -7,10 +7,10 @@ returns a builder that refers to this same conversation.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ._ids import new_id
 from .context import BuiltContext, ContextBuilder, ContextSettings, artifact_uri
@@ -32,8 +32,7 @@ EXTRA_PREFIXES = ("openai_", "anthropic_", "local_")
 MODES = ("chat", "agent", "run")
 
 
-@dataclass
-class ConversationConfig:
+class ConversationConfig(msgspec.Struct):
     """How a conversation's turns run. Every field can be changed with `Conversation.apply_config_deltas`.
 
     Attributes:
@@ -57,7 +56,7 @@ class ConversationConfig:
 
     model: str | Model | None = None
     provider: str | None = None
-    tools: list[Any] = field(default_factory=list)
+    tools: list[Any] = msgspec.field(default_factory=list)
     tool_choice: str | None = None
     max_tool_rounds: int = 10
     mode: str | None = None
@@ -67,12 +66,12 @@ class ConversationConfig:
     temperature: float | None = None
     timeout: float | None = None
     max_retries: int | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = msgspec.field(default_factory=dict)
     tool_timeout: float | None = 60.0
     context: ContextBuilder | ContextSettings | None = None
 
 
-_CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(ConversationConfig))
+_CONFIG_FIELDS = frozenset(ConversationConfig.__struct_fields__)
 _default_context = ContextBuilder()
 
 

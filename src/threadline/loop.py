@@ -13,8 +13,9 @@ are done, and a failed model call (with the text it streamed) before `ModelError
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ._ids import new_id
 from .errors import ModelError
@@ -30,11 +31,10 @@ __all__ = ["TurnOptions", "TurnResult", "repair_pending", "run_turn"]
 INTERRUPTED_TOOL = "interrupted: the previous run stopped before this tool call finished; it may not have run"
 
 
-@dataclass(slots=True)
-class TurnOptions:
+class TurnOptions(msgspec.Struct):
     """What one turn needs beyond the conversation's config."""
 
-    settings: ModelSettings = field(default_factory=ModelSettings)
+    settings: ModelSettings = msgspec.field(default_factory=ModelSettings)
     tool_choice: str | None = None
     max_tool_rounds: int = 10
     tool_timeout: float | None = 60.0
@@ -44,8 +44,7 @@ class TurnOptions:
     meta: Any = None
 
 
-@dataclass(slots=True)
-class TurnResult:
+class TurnResult(msgspec.Struct):
     """How a turn ended.
 
     Attributes:
@@ -58,8 +57,8 @@ class TurnResult:
 
     stop_reason: str = "end"
     rounds: int = 0
-    new_messages: list[Message] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
+    new_messages: list[Message] = msgspec.field(default_factory=list)
+    usage: Usage = msgspec.field(default_factory=Usage)
 
     @property
     def text(self) -> str | None:

@@ -16,8 +16,9 @@ import re
 import time
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
+
+import msgspec
 
 from .errors import UserError
 from .messages import ToolCall, ToolMessage
@@ -386,8 +387,7 @@ def _getter_tool(obj: Any, member: str, prefix: str, prop: property) -> Tool:
     return Tool(getter, name=f"{prefix}.get_{member}", description=doc or f"Read {member} of {prefix}")
 
 
-@dataclass(frozen=True, slots=True)
-class DynamicTools:
+class DynamicTools(msgspec.Struct, frozen=True):
     """Tools computed per request from the conversation (see `dynamic_tools`)."""
 
     provider: Callable[[Conversation], Any]
@@ -442,12 +442,11 @@ def _is_dynamic_provider(item: Any) -> bool:
     )
 
 
-@dataclass(slots=True)
-class ResolvedTools:
+class ResolvedTools(msgspec.Struct):
     """The tools offered for one request, by real name, and the instructions of their toolsets."""
 
-    tools: dict[str, Tool] = field(default_factory=dict)
-    instructions: list[str] = field(default_factory=list)
+    tools: dict[str, Tool] = msgspec.field(default_factory=dict)
+    instructions: list[str] = msgspec.field(default_factory=list)
 
     def add(self, item: Any, conversation: Conversation | None) -> None:
         if isinstance(item, Toolset):

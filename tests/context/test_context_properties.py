@@ -89,7 +89,7 @@ def logs(draw: st.DrawFn) -> Log:
 
 
 budgets = st.builds(
-    ContextSettings,
+    lambda **budget: ContextSettings(**budget),
     max_messages=st.integers(min_value=1, max_value=30),
     max_chars=st.integers(min_value=1, max_value=8_000),
     max_tokens=st.one_of(st.none(), st.integers(min_value=1, max_value=2_000)),

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
+
+import msgspec
 
 from ..errors import CapabilityError
 from ..messages import AssistantMessage, Message, ToolCall, Usage, UserMessage
@@ -32,8 +33,7 @@ __all__ = [
 ToolChoice: TypeAlias = str  # "auto" | "required" | "none" | a tool's real name
 
 
-@dataclass(frozen=True, slots=True)
-class ModelCapabilities:
+class ModelCapabilities(msgspec.Struct, frozen=True):
     """What a model can do. The engine checks these before sending, never the model's name.
 
     Attributes:
@@ -53,8 +53,7 @@ class ModelCapabilities:
     tool_choice_required: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
+class ToolSpec(msgspec.Struct, frozen=True):
     """A tool as offered to a model: real name, description, JSON schema of its arguments."""
 
     name: str
@@ -62,16 +61,14 @@ class ToolSpec:
     parameters: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class ResponseFormat:
+class ResponseFormat(msgspec.Struct, frozen=True):
     """A request for output matching a JSON schema (``prompt_for_type``)."""
 
     name: str
     schema: Mapping[str, Any]
 
 
-@dataclass(slots=True)
-class ModelSettings:
+class ModelSettings(msgspec.Struct):
     """Per-request settings.
 
     Attributes:
@@ -88,7 +85,7 @@ class ModelSettings:
     temperature: float | None = None
     timeout: float | None = None
     max_retries: int | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def extras_for(self, prefix: str) -> dict[str, Any]:
         """The extras of one provider with their prefix removed (``openai_seed`` -> ``seed``)."""
@@ -96,8 +93,7 @@ class ModelSettings:
         return {key[len(start) :]: value for key, value in self.extras.items() if key.startswith(start)}
 
 
-@dataclass(slots=True)
-class ModelRequest:
+class ModelRequest(msgspec.Struct):
     """Everything a model is sent for one call.
 
     Attributes:
@@ -109,14 +105,13 @@ class ModelRequest:
     """
 
     messages: list[Message]
-    tools: list[ToolSpec] = field(default_factory=list)
+    tools: list[ToolSpec] = msgspec.field(default_factory=list)
     tool_choice: ToolChoice | None = None
-    settings: ModelSettings = field(default_factory=ModelSettings)
+    settings: ModelSettings = msgspec.field(default_factory=ModelSettings)
     response_format: ResponseFormat | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TextDelta:
+class TextDelta(msgspec.Struct, frozen=True):
     """A piece of streamed answer text."""
 
     text: str
@@ -125,12 +120,11 @@ class TextDelta:
 StopReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "error"] | str
 
 
-@dataclass(slots=True)
-class ModelResponse:
+class ModelResponse(msgspec.Struct):
     """The complete result of one model call; the last event of a stream."""
 
     content: str | None
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
     usage: Usage | None = None
     stop_reason: StopReason | None = None
     model: str | None = None
