@@ -21,11 +21,20 @@ from .messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMess
 if TYPE_CHECKING:
     from .context import ContextReport, ContextSettings
 
-__all__ = ["INTERRUPTED", "select_window", "text_of"]
+__all__ = ["INTERRUPTED", "DroppedMessage", "select_window", "text_of"]
 
 INTERRUPTED = "interrupted: this tool call did not finish (the previous run stopped before its result was recorded)"
 READ_ARTIFACT = "read_artifact"
 _encode = msgspec.json.encode
+CACHE_LIMIT = 4096
+_SETTINGS_KEY = object()
+
+
+class DroppedMessage(msgspec.Struct, frozen=True):
+    """A message of the log left out of a request, and why (``budget:max_messages``, ``ui_only``, ``orphan``…)."""
+
+    id: str
+    reason: str
 
 
 def text_of(message: Message) -> str:
@@ -54,19 +63,24 @@ def select_window(
     conversation_id: str | None,
     artifacts: Callable[[str, str], str] | None,
     report: ContextReport,
+    cache: dict[Any, Any] | None = None,
 ) -> tuple[list[Message], int]:
     """The log messages to send, in order, and the index of the cut (messages ``[0, cut)`` are left out).
 
     Fills ``report`` (kept ids, explicit drops with reasons, synthetic results, artifacts, costs, over_budget).
     ``count`` None means the default estimate of four characters per token.
     """
-    from .context import DroppedMessage
-
     include_ui = settings.include_ui_events
     max_messages, max_chars = settings.max_messages, settings.max_chars
     max_tokens = settings.max_tokens
     explicit = report._explicit
-    shaper = _Shaper(settings, conversation_id, artifacts, report)
+    if cache is not None:
+        # The cache holds shaped units: valid only for the settings and counter they were made with.
+        key = (settings.tool_preview_chars, settings.include_tool_results, include_ui, count, conversation_id)
+        if cache.get(_SETTINGS_KEY) != key or len(cache) > CACHE_LIMIT:
+            cache.clear()
+            cache[_SETTINGS_KEY] = key
+    shaper = _Shaper(settings, conversation_id, artifacts, report, cache)
 
     used_messages = used_chars = used_tokens = 0
     latest_user = len(items) - 1
@@ -169,7 +183,7 @@ class _Shaper:
     """Turns stored tool results into what is sent: previews for large outputs, placeholders when results are
     left out, synthetic ``interrupted`` results for calls that have none."""
 
-    __slots__ = ("artifacts", "conversation_id", "include", "limit", "next_index", "report")
+    __slots__ = ("artifacts", "cache", "conversation_id", "include", "limit", "next_index", "report")
 
     def __init__(
         self,
@@ -177,7 +191,9 @@ class _Shaper:
         conversation_id: str | None,
         artifacts: Callable[[str, str], str] | None,
         report: ContextReport,
+        cache: dict[Any, Any] | None = None,
     ) -> None:
+        self.cache = cache
         self.limit = settings.tool_preview_chars
         self.include = settings.include_tool_results
         self.conversation_id = conversation_id
@@ -196,9 +212,7 @@ class _Shaper:
             if self.artifacts is not None:
                 uri = self.artifacts(result.tool_call_id, content)
             else:
-                from .context import artifact_uri
-
-                uri = artifact_uri(self.conversation_id or "_", result.tool_call_id)
+                uri = f"artifact://{self.conversation_id or '_'}/{result.tool_call_id}"
             self.report.artifacts.append(uri)
             shown = (
                 f"{content[: self.limit]}\n…\n[{len(content)} characters in all; showing the first {self.limit}]\n"
@@ -230,8 +244,11 @@ def _tool_group(
     shaper: _Shaper,
 ) -> tuple[list[Message], list[str], int, int] | None:
     """The tool unit whose last message is at ``index``: ``(messages, real ids, chars, tokens)``, or None when the
-    results there have no assistant message to answer (orphans, recorded as drops). Sets ``shaper.next_index``."""
-    from .context import DroppedMessage
+    results there have no assistant message to answer (orphans, recorded as drops). Sets ``shaper.next_index``.
+
+    Complete, clean units are cached per conversation (``shaper.cache``, keyed by the assistant message's id and
+    checked by identity of every message), so the next request of a turn does not shape them again.
+    """
 
     results: list[ToolMessage] = []
     j = index
@@ -258,6 +275,18 @@ def _tool_group(
     shaper.next_index = j - 1
     calls = owner.tool_calls
     results.reverse()
+    cache = shaper.cache
+    if cache is not None:
+        hit = cache.get(owner.id)
+        if (
+            hit is not None
+            and hit[0] is owner
+            and len(hit[1]) == len(results)
+            and all(a is b for a, b in zip(hit[1], results, strict=True))
+        ):
+            shaper.report.artifacts.extend(hit[3])
+            cached: tuple[list[Message], list[str], int, int] = hit[2]
+            return cached
     ordered: list[ToolMessage | None]
     if len(results) == len(calls) and all(r.tool_call_id == c.id for r, c in zip(results, calls, strict=True)):
         ordered = list(results)  # the usual case: one result per call, in call order
@@ -276,9 +305,12 @@ def _tool_group(
     tokens = (count(text) if count is not None else (chars + 3) // 4) + 4
     unit: list[Message] = [owner]
     ids = [owner.id]
+    artifacts_before = len(shaper.report.artifacts)
+    complete = True
     for call, found in zip(calls, ordered, strict=True):
         if found is None:
             shaped = shaper.interrupted(call)
+            complete = False
         else:
             shaped = shaper.shape(found)
             ids.append(found.id)
@@ -286,4 +318,8 @@ def _tool_group(
         content = shaped.content
         chars += len(content)
         tokens += (count(content) if count is not None else (len(content) + 3) // 4) + 4
-    return unit, ids, chars, tokens
+    group = (unit, ids, chars, tokens)
+    if cache is not None and complete and len(results) == len(calls):
+        # Units with synthetic results or dropped duplicates are not cached: they change as results arrive.
+        cache[owner.id] = (owner, tuple(results), group, tuple(shaper.report.artifacts[artifacts_before:]))
+    return group

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._window import select_window
+from ._window import DroppedMessage, select_window
 from .messages import (
     Message,
     MessageList,
@@ -122,13 +122,6 @@ class RunContext(msgspec.Struct, frozen=True):
         if self.step_context:
             out.append(SystemMessage(content=f"STEP_CONTEXT\n{self.step_context}"))
         return out
-
-
-class DroppedMessage(msgspec.Struct, frozen=True):
-    """A message of the log left out of a request, and why (``budget:max_messages``, ``ui_only``, ``orphan``…)."""
-
-    id: str
-    reason: str
 
 
 class ContextReport(msgspec.Struct):
@@ -239,6 +232,7 @@ class ContextBuilder:
         conversation_id: str | None = None,
         token_counter: Callable[[str], int] | None = None,
         summary: str | None = None,
+        cache: dict[Any, Any] | None = None,
     ) -> BuiltContext:
         """Choose the messages of the next request.
 
@@ -255,6 +249,8 @@ class ContextBuilder:
             conversation_id: The conversation whose artifacts these are.
             token_counter: Overrides ``settings.token_counter`` (e.g. the model's tokenizer).
             summary: A summary of the messages the budget drops, inserted as a system note.
+            cache: A dict kept by the caller between builds of one conversation; shaped tool units are reused from
+                it (`Conversation` keeps one).
         """
         items: Sequence[Message] = log._items if isinstance(log, MessageList) else log
         settings = self.settings
@@ -278,7 +274,7 @@ class ContextBuilder:
 
         report = ContextReport(_log=items)
         window, cut = select_window(
-            items, settings, None if count is estimate_tokens else count, conversation_id, artifacts, report
+            items, settings, None if count is estimate_tokens else count, conversation_id, artifacts, report, cache
         )
         report._cut = cut
         if summary and cut > 0:

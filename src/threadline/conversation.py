@@ -130,6 +130,7 @@ class Conversation:
         self._artifact_tool: Tool | None = None
         self._memory_cache: dict[str, Any] = {}
         self._call_ids: set[str] | None = None
+        self._window_cache: dict[Any, Any] = {}
         self._in_store = False
         self._untitled = False  # stored without a title yet: the first user message names it
         if store is not None and id is not None and store.has_conversation(id):
@@ -366,6 +367,7 @@ class Conversation:
             artifacts=self._save_artifact,
             conversation_id=self.id,
             token_counter=self._token_counter(),
+            cache=self._window_cache,
         )
         cut = built.report.dropped_span()[1]
         if builder.settings.summarizer is not None and cut > 0:

@@ -428,6 +428,20 @@ def _is_dynamic_provider(item: Any) -> bool:
         return True
     if not callable(item) or isinstance(item, (Tool, Toolset)):
         return False
+    # Called before every request for each configured callable: remember the answer (reading a signature is slow).
+    try:
+        known = _dynamic_cache.get(item)
+    except TypeError:  # unhashable callables are simply not cached
+        return _looks_dynamic(item)
+    if known is None:
+        known = _dynamic_cache[item] = _looks_dynamic(item)
+    return known
+
+
+_dynamic_cache: dict[Any, bool] = {}
+
+
+def _looks_dynamic(item: Any) -> bool:
     try:
         params = list(inspect.signature(item).parameters.values())
     except (TypeError, ValueError):
@@ -449,7 +463,9 @@ class ResolvedTools(msgspec.Struct):
     instructions: list[str] = msgspec.field(default_factory=list)
 
     def add(self, item: Any, conversation: Conversation | None) -> None:
-        if isinstance(item, Toolset):
+        if isinstance(item, Tool):  # the usual case (the builder turns functions into Tools), checked first
+            self.tools[item.name] = item
+        elif isinstance(item, Toolset):
             for member in item:
                 self.tools[member.name] = member
             if item.instructions and item.instructions not in self.instructions:

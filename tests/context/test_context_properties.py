@@ -250,3 +250,28 @@ def test_messy_logs_still_give_valid_requests(log: Log, budget: ContextSettings)
     whole = MessageList(built.messages)
     whole.validate()
     assert whole.pending_tool_calls() == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(log=messy_logs(), budget=budgets)
+def test_a_conversations_cache_never_changes_a_request(log: Log, budget: ContextSettings) -> None:
+    """Successive requests of one conversation reuse shaped tool units from a cache; whatever the log does between
+    builds (results arriving, messages appended), each request equals a build from scratch."""
+    builder = ContextBuilder(settings=budget)
+    cache: dict[object, object] = {}
+
+    def sink(name: str, content: str) -> str:
+        return f"artifact://conv/{name}"
+
+    items = log.messages
+    for end in range(len(items) + 1):
+        prefix = items[:end]
+        warm = builder.build(prefix, "chat", artifacts=sink, conversation_id="conv", cache=cache)
+        cold = builder.build(prefix, "chat", artifacts=sink, conversation_id="conv")
+        assert [(m.role, m.id, m.content) for m in warm.messages if m.id not in warm.report.synthetic] == [
+            (m.role, m.id, m.content) for m in cold.messages if m.id not in cold.report.synthetic
+        ]
+        assert warm.report.kept == cold.report.kept
+        assert [d.id for d in warm.report.dropped] == [d.id for d in cold.report.dropped]
+        assert warm.report.artifacts == cold.report.artifacts
+        assert (warm.report.chars, warm.report.estimated_tokens) == (cold.report.chars, cold.report.estimated_tokens)
