@@ -169,6 +169,15 @@ class ContextReport(msgspec.Struct):
     def dropped_count(self) -> int:
         return self._cut + len(self._explicit)
 
+    def __repr__(self) -> str:
+        # The private fields hold the whole log: never print them.
+        return (
+            f"ContextReport(kept={len(self.kept)} messages, dropped={self.dropped_count}, "
+            f"estimated_tokens={self.estimated_tokens}, chars={self.chars}, over_budget={self.over_budget}, "
+            f"stopped_by={self.stopped_by!r}, synthetic={len(self.synthetic)}, artifacts={self.artifacts!r}, "
+            f"summary={'yes' if self.summary else 'no'})"
+        )
+
     def dropped_span(self) -> tuple[int, int]:
         """The index range ``[0, cut)`` of the log's oldest messages left out by the budget."""
         return (0, self._cut)

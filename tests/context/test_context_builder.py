@@ -271,3 +271,11 @@ def _run(conv: Conversation) -> None:
             pass
 
     asyncio.run(go())
+
+
+def test_the_report_prints_briefly_whatever_the_log_size() -> None:
+    log = [UserMessage(content=f"message {i}") for i in range(5_000)]
+    report = ContextBuilder().build(log).report
+    text = repr(report)
+    assert "kept=80 messages" in text and "dropped=4920" in text
+    assert len(text) < 400 and "message 17" not in text
