@@ -338,37 +338,30 @@ class Conversation:
     def build_context(self, mode: str | None = None, run_context: Any = None) -> BuiltContext:
         """The request the next turn would send (without a summary note), and its report; changes nothing but
         saving large tool outputs as artifacts. Used by ``threadline logs show ID --context``."""
-        tools = self._resolve_tools()
-        return self._context_builder().build(
+        return self._build(self._resolve_tools(), mode or self.config.mode, run_context, cache=None)
+
+    def _build(
+        self, tools: ResolvedTools, mode: str | None, run_context: Any, cache: dict[Any, Any] | None
+    ) -> BuiltContext:
+        builder = self._context_builder()
+        counter = None
+        if builder.settings.max_tokens is not None and builder.settings.token_counter is None:
+            counter = getattr(self.resolve_model(), "count_tokens", None)
+        return builder.build(
             self.messages,
-            mode or self.config.mode,
+            mode,
             self.config.persona,
             run_context,
             tools,
             artifacts=self._save_artifact,
             conversation_id=self.id,
-            token_counter=self._token_counter(),
+            token_counter=counter,
+            cache=cache,
         )
-
-    def _token_counter(self) -> Any:
-        builder = self._context_builder()
-        if builder.settings.max_tokens is not None and builder.settings.token_counter is None:
-            return getattr(self.resolve_model(), "count_tokens", None)
-        return None
 
     async def _build_context(self, tools: ResolvedTools, run_context: Any = None) -> BuiltContext:
         builder = self._context_builder()
-        built = builder.build(
-            self.messages,
-            self.config.mode,
-            self.config.persona,
-            run_context,
-            tools,
-            artifacts=self._save_artifact,
-            conversation_id=self.id,
-            token_counter=self._token_counter(),
-            cache=self._window_cache,
-        )
+        built = self._build(tools, self.config.mode, run_context, self._window_cache)
         cut = built.report.dropped_span()[1]
         if builder.settings.summarizer is not None and cut > 0:
             summary = await self._summary_of_head(cut)

@@ -364,6 +364,21 @@ def open_conversation(
     return conversation, conversation.continuation.model(model)
 
 
+def configure(
+    builder: PromptBuilder, system: str | None, tools: list[Any], tool_choice: str | None, mode: str | None
+) -> PromptBuilder:
+    """The builder with the command line's system prompt, tools, tool choice and mode applied."""
+    if system:
+        builder = builder.agent(system)
+    if tools:
+        builder = builder.tools(*tools)
+    if tool_choice:
+        builder = builder.tool_choice(tool_choice)
+    if mode:
+        builder = builder.mode(mode)
+    return builder
+
+
 @click.command("prompt")
 @click.argument("text", required=False)
 @_model_option
@@ -410,14 +425,7 @@ def prompt(
     store = None if no_log else open_cli_store(store_url)
     try:
         conversation, builder = open_conversation(store, continue_latest, cid, model)
-        if system:
-            builder = builder.agent(system)
-        if tools:
-            builder = builder.tools(*tools)
-        if tool_choice:
-            builder = builder.tool_choice(tool_choice)
-        if mode:
-            builder = builder.mode(mode)
+        builder = configure(builder, system, tools, tool_choice, mode)
         builder.request(text).prompt_conversation(**_settings(max_tokens, temperature))
         events = stderr_console()
         prepare_model(model, events)
@@ -466,12 +474,7 @@ def chat(
         conversation, builder = open_conversation(store, continue_latest, cid, model)
         events = stderr_console()
         prepare_model(model, events)
-        if system:
-            builder = builder.agent(system)
-        if tools:
-            builder = builder.tools(*tools)
-        if mode:
-            builder = builder.mode(mode)
+        builder = configure(builder, system, tools, None, mode)
         interactive = sys.stdin.isatty()
         while True:
             try:
