@@ -1,32 +1,55 @@
-"""Helpers every backend shares: timestamps, JSON values, argument checks, URL redaction, import items."""
+"""Helpers every backend shares: timestamps, JSON values, argument checks, row mapping, error texts, URL redaction.
+
+Everything here is pure (no I/O), so each backend keeps only what is really its own: its SQL and its transactions.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from .._ids import new_id
 from ..errors import StoreError
 from ..messages import Message, UserMessage
+from .base import ConversationInfo, PageInfo
 
 __all__ = [
+    "CONVERSATION_COLUMNS",
+    "PAGE_COLUMNS",
+    "artifact_uri",
+    "check_artifact",
     "check_artifact_name",
     "check_metadata",
     "check_page",
     "check_slice",
+    "conversation_exists",
+    "conversation_from_row",
     "decode_json",
     "encode_json",
+    "encode_metadata",
     "format_ts",
+    "missing_artifact",
+    "missing_conversation",
+    "missing_page",
+    "new_page",
     "now",
+    "page_from_row",
     "parse_ts",
     "redact_url",
+    "slice_text",
+    "store_closed",
     "title_of",
     "unique_messages",
 ]
+
+# The columns, in order, of the rows `conversation_from_row` and `page_from_row` read (the SQL backends select them).
+CONVERSATION_COLUMNS = ("id", "title", "created_at", "updated_at", "message_count", "active_mode", "metadata")
+PAGE_COLUMNS = ("id", "conversation_id", "title", "html", "css", "js", "created_at")
 
 # Limits of `Pages.generate_ui` (DESIGN §3); the store refuses anything larger so a page row stays bounded.
 PAGE_LIMITS = {"html": 50_000, "css": 20_000, "js": 30_000}
@@ -68,6 +91,11 @@ def decode_json(data: bytes | str) -> Any:
     return msgspec.json.decode(data)
 
 
+def encode_metadata(metadata: Mapping[str, Any] | None) -> bytes:
+    """The JSON bytes of checked conversation metadata (see `check_metadata`)."""
+    return encode_json(check_metadata(metadata), "metadata")
+
+
 def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     """A plain dict copy of conversation metadata, refusing non-string keys."""
     if metadata is None:
@@ -88,10 +116,27 @@ def check_artifact_name(conversation_id: str, name: str) -> None:
         raise ValueError("an artifact needs a conversation id")
 
 
+def check_artifact(conversation_id: str, name: str, content: str) -> None:
+    """The arguments of `save_artifact`: a usable name (see `check_artifact_name`) and text content."""
+    check_artifact_name(conversation_id, name)
+    if not isinstance(content, str):
+        raise ValueError("artifact content must be a string")
+
+
+def artifact_uri(conversation_id: str, name: str) -> str:
+    """What `save_artifact` returns: ``artifact://<conversation>/<name>``."""
+    return f"artifact://{conversation_id}/{name}"
+
+
 def check_slice(offset: int, limit: int | None) -> None:
     """Offsets and limits of `read_artifact` are non-negative."""
     if offset < 0 or (limit is not None and limit < 0):
         raise ValueError("offset and limit must not be negative")
+
+
+def slice_text(text: str, offset: int, limit: int | None) -> str:
+    """``limit`` characters of ``text`` from ``offset`` (to the end if ``limit`` is None), as `read_artifact` reads."""
+    return text[offset:] if limit is None else text[offset : offset + limit]
 
 
 def check_page(title: str, html: str, css: str, js: str) -> None:
@@ -104,6 +149,72 @@ def check_page(title: str, html: str, css: str, js: str) -> None:
         size = len(parts[name])
         if size > limit:
             raise ValueError(f"page {name} is {size:,} characters; the limit is {limit:,}")
+
+
+def new_page(title: str, html: str, css: str, js: str, conversation_id: str | None) -> PageInfo:
+    """A checked page (see `check_page`) with a new id, made now, for a backend that keeps its own clock."""
+    check_page(title, html, css, js)
+    return PageInfo(
+        id=new_id(), conversation_id=conversation_id, title=title, html=html, css=css, js=js, created_at=now()
+    )
+
+
+def conversation_from_row(row: Sequence[Any], to_time: Callable[[Any], datetime]) -> ConversationInfo:
+    """A conversation from a row of `CONVERSATION_COLUMNS` (metadata as JSON text or bytes).
+
+    Args:
+        row: The selected values, in the order of `CONVERSATION_COLUMNS`.
+        to_time: Turns the backend's stored timestamp into an aware UTC datetime.
+    """
+    return ConversationInfo(
+        id=row[0],
+        title=row[1],
+        created_at=to_time(row[2]),
+        updated_at=to_time(row[3]),
+        message_count=row[4],
+        active_mode=row[5],
+        metadata=decode_json(row[6]),
+    )
+
+
+def page_from_row(row: Sequence[Any], to_time: Callable[[Any], datetime]) -> PageInfo:
+    """A page from a row of `PAGE_COLUMNS`; ``to_time`` as in `conversation_from_row`."""
+    return PageInfo(
+        id=row[0],
+        conversation_id=row[1],
+        title=row[2],
+        html=row[3],
+        css=row[4],
+        js=row[5],
+        created_at=to_time(row[6]),
+    )
+
+
+# -- error texts: one wording per failure, so users see the same message whichever backend they run ---------------
+def missing_conversation(conversation_id: str, where: str) -> StoreError:
+    """The error for an id that names no conversation in the store at ``where``."""
+    return StoreError(f"no conversation {conversation_id!r} in {where}")
+
+
+def conversation_exists(conversation_id: str, where: str, *, importing: bool = False) -> StoreError:
+    """The error for creating (or, with ``importing``, importing) a conversation whose id is taken."""
+    suffix = "; nothing was imported" if importing else ""
+    return StoreError(f"conversation {conversation_id!r} already exists in {where}{suffix}")
+
+
+def missing_artifact(conversation_id: str, name: str) -> StoreError:
+    """The error for reading an artifact that was never saved."""
+    return StoreError(f"no artifact {name!r} in conversation {conversation_id!r}")
+
+
+def missing_page(page_id: str, where: str) -> StoreError:
+    """The error for an id that names no page."""
+    return StoreError(f"no page {page_id!r} in {where}")
+
+
+def store_closed(where: str) -> StoreError:
+    """The error for using a store after `Store.close`."""
+    return StoreError(f"the store {where} is closed")
 
 
 def unique_messages(messages: Sequence[Message]) -> list[Message]:

@@ -17,6 +17,7 @@ position and the field; nothing is written until everything has been read and ch
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -508,20 +509,9 @@ def read_layout(directory: str | os.PathLike[str]) -> list[ImportItem]:
             except MessageListDeserializationError as exc:
                 raise _in_file(exc, messages_file) from None
         if info.title is None:
-            info = _replace_title(info, title_of(messages))
+            info = dataclasses.replace(info, title=title_of(messages))
         items.append(ImportItem(info=info, messages=messages))
     return items
-
-
-def _replace_title(info: ConversationInfo, title: str | None) -> ConversationInfo:
-    return ConversationInfo(
-        id=info.id,
-        title=title,
-        created_at=info.created_at,
-        updated_at=info.updated_at,
-        active_mode=info.active_mode,
-        metadata=info.metadata,
-    )
 
 
 def _entry_info(entry: Mapping[str, Any], conversation_id: str) -> ConversationInfo:

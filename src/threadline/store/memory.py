@@ -18,13 +18,19 @@ from ..errors import StoreError
 from ..messages import Message, MessageList
 from ..serialization import decode_messages, encode_message
 from ._common import (
-    check_artifact_name,
+    artifact_uri,
+    check_artifact,
     check_metadata,
-    check_page,
     check_slice,
+    conversation_exists,
     decode_json,
     encode_json,
+    missing_artifact,
+    missing_conversation,
+    missing_page,
+    new_page,
     now,
+    slice_text,
     unique_messages,
 )
 from .base import ConversationInfo, ImportItem, PageInfo, Store
@@ -69,7 +75,7 @@ class MemoryStore(Store):
     def _get(self, conversation_id: str) -> _Conversation:
         found = self._conversations.get(conversation_id)
         if found is None:
-            raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+            raise missing_conversation(conversation_id, self.url)
         return found
 
     def create_conversation(
@@ -80,7 +86,7 @@ class MemoryStore(Store):
         encode_json(extra, "metadata")  # Refuse what the database backends would refuse.
         with self._lock:
             if conversation_id in self._conversations:
-                raise StoreError(f"conversation {conversation_id!r} already exists in {self.url}")
+                raise conversation_exists(conversation_id, self.url)
             stamp = now()
             conversation = _Conversation(conversation_id, title, stamp, stamp, metadata=extra)
             self._conversations[conversation_id] = conversation
@@ -164,9 +170,7 @@ class MemoryStore(Store):
         with self._lock:
             for conversation in prepared:
                 if conversation.id in self._conversations:
-                    raise StoreError(
-                        f"conversation {conversation.id!r} already exists in {self.url}; nothing was imported"
-                    )
+                    raise conversation_exists(conversation.id, self.url, importing=True)
             if len({c.id for c in prepared}) != len(prepared):
                 raise StoreError("the import names one conversation id twice; nothing was imported")
             for conversation in prepared:
@@ -174,12 +178,10 @@ class MemoryStore(Store):
             return [c.info() for c in prepared]
 
     def save_artifact(self, conversation_id: str, name: str, content: str) -> str:
-        check_artifact_name(conversation_id, name)
-        if not isinstance(content, str):
-            raise ValueError("artifact content must be a string")
+        check_artifact(conversation_id, name, content)
         with self._lock:
             self._get(conversation_id).artifacts[name] = content
-        return f"artifact://{conversation_id}/{name}"
+        return artifact_uri(conversation_id, name)
 
     def read_artifact(self, conversation_id: str, name: str, offset: int = 0, limit: int | None = None) -> str:
         check_slice(offset, limit)
@@ -187,8 +189,8 @@ class MemoryStore(Store):
             conversation = self._conversations.get(conversation_id)
             text = conversation.artifacts.get(name) if conversation is not None else None
         if text is None:
-            raise StoreError(f"no artifact {name!r} in conversation {conversation_id!r}")
-        return text[offset:] if limit is None else text[offset : offset + limit]
+            raise missing_artifact(conversation_id, name)
+        return slice_text(text, offset, limit)
 
     def cache_get(self, key: str) -> Any | None:
         with self._lock:
@@ -203,10 +205,7 @@ class MemoryStore(Store):
     def save_page(
         self, title: str, html: str, css: str = "", js: str = "", *, conversation_id: str | None = None
     ) -> PageInfo:
-        check_page(title, html, css, js)
-        page = PageInfo(
-            id=new_id(), conversation_id=conversation_id, title=title, html=html, css=css, js=js, created_at=now()
-        )
+        page = new_page(title, html, css, js, conversation_id)
         with self._lock:
             self._pages[page.id] = page
         return page
@@ -215,7 +214,7 @@ class MemoryStore(Store):
         with self._lock:
             page = self._pages.get(page_id)
         if page is None:
-            raise StoreError(f"no page {page_id!r} in {self.url}")
+            raise missing_page(page_id, self.url)
         return page
 
     def __repr__(self) -> str:

@@ -10,8 +10,9 @@ Steps are only ever appended. A released step is never edited: a change to the s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import StoreError
 
@@ -40,6 +41,11 @@ class MigrationState:
     """What a database has applied: ``(version, name)`` pairs in version order."""
 
     applied: tuple[tuple[int, str], ...]
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Sequence[Any]]) -> MigrationState:
+        """The state read from the migrations table: rows of ``(version, name)`` in version order."""
+        return cls(tuple((int(version), str(name)) for version, name in rows))
 
     @property
     def version(self) -> int:

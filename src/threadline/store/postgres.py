@@ -38,13 +38,23 @@ from ..errors import StoreError, UserError
 from ..messages import Message, MessageList
 from ..serialization import decode_messages, encode_message
 from ._common import (
-    check_artifact_name,
-    check_metadata,
+    CONVERSATION_COLUMNS,
+    PAGE_COLUMNS,
+    artifact_uri,
+    check_artifact,
     check_page,
     check_slice,
+    conversation_exists,
+    conversation_from_row,
     decode_json,
     encode_json,
+    encode_metadata,
+    missing_artifact,
+    missing_conversation,
+    missing_page,
+    page_from_row,
     redact_url,
+    store_closed,
     unique_messages,
 )
 from .base import ConversationInfo, ImportItem, PageInfo, Store
@@ -58,8 +68,8 @@ __all__ = ["PostgresStore"]
 _SCHEMA = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _OWN_PARAMETERS = ("schema", "pool_min", "pool_max")
 # metadata as text, decoded by msgspec: psycopg's jsonb loader (the json module) is several times slower.
-_CONVERSATION_COLUMNS = "id, title, created_at, updated_at, message_count, active_mode, metadata::text"
-_PAGE_COLUMNS = "id, conversation_id, title, html, css, js, created_at"
+_CONVERSATION_COLUMNS = ", ".join(f"{c}::text" if c == "metadata" else c for c in CONVERSATION_COLUMNS)
+_PAGE_COLUMNS = ", ".join(PAGE_COLUMNS)
 
 
 def _split_url(url: str) -> tuple[str, dict[str, str]]:
@@ -151,9 +161,15 @@ class PostgresStore(Store):
     def _tx(self) -> Iterator[psycopg.Cursor[Any]]:
         """A cursor in one transaction: committed when the block ends, rolled back if it raises."""
         if self._closed:
-            raise StoreError(f"the store {self.url} is closed")
+            raise store_closed(self.url)
         with self._errors(), self._pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
             yield cursor
+
+    def _one(self, sql: str, args: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        """The first row one statement gives (in a transaction of its own), or None."""
+        with self._tx() as cursor:
+            cursor.execute(sql, args)
+            return cursor.fetchone()
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -174,7 +190,7 @@ class PostgresStore(Store):
                 "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
             )
             cursor.execute(f"SELECT version, name FROM {p}{MIGRATIONS_TABLE} ORDER BY version")
-            state = MigrationState(tuple((int(v), str(n)) for v, n in cursor.fetchall()))
+            state = MigrationState.from_rows(cursor.fetchall())
             for version, migration in pending_migrations(state, POSTGRES_MIGRATIONS, self.url):
                 for statement in migration.sql(p):
                     cursor.execute(statement)
@@ -184,55 +200,34 @@ class PostgresStore(Store):
 
     def schema_version(self) -> int:
         """The number of migrations applied to this database (schema)."""
-        with self._tx() as cursor:
-            cursor.execute(f"SELECT max(version) FROM {self._prefix}{MIGRATIONS_TABLE}")
-            row = cursor.fetchone()
+        row = self._one(f"SELECT max(version) FROM {self._prefix}{MIGRATIONS_TABLE}")
         return int(row[0] or 0) if row else 0
 
     # -- conversations ----------------------------------------------------------------------------------------
-    @staticmethod
-    def _info(row: Sequence[Any]) -> ConversationInfo:
-        return ConversationInfo(
-            id=row[0],
-            title=row[1],
-            created_at=_utc(row[2]),
-            updated_at=_utc(row[3]),
-            message_count=int(row[4]),
-            active_mode=row[5],
-            metadata=decode_json(row[6]),
-        )
-
     def create_conversation(
         self, title: str | None = None, metadata: Mapping[str, Any] | None = None, *, id: str | None = None
     ) -> ConversationInfo:
         conversation_id = id or new_id()
-        data = encode_json(check_metadata(metadata), "metadata").decode()
-        with self._tx() as cursor:
-            cursor.execute(
-                f"INSERT INTO {self._prefix}conversations (id, title, created_at, updated_at, metadata) "
-                f"VALUES (%s, %s, now(), now(), %s::jsonb) ON CONFLICT (id) DO NOTHING "
-                f"RETURNING {_CONVERSATION_COLUMNS}",
-                (conversation_id, _text(title), data),
-            )
-            row = cursor.fetchone()
+        row = self._one(
+            f"INSERT INTO {self._prefix}conversations (id, title, created_at, updated_at, metadata) "
+            f"VALUES (%s, %s, now(), now(), %s::jsonb) ON CONFLICT (id) DO NOTHING "
+            f"RETURNING {_CONVERSATION_COLUMNS}",
+            (conversation_id, _text(title), encode_metadata(metadata).decode()),
+        )
         if row is None:
-            raise StoreError(f"conversation {conversation_id!r} already exists in {self.url}")
-        return self._info(row)
+            raise conversation_exists(conversation_id, self.url)
+        return conversation_from_row(row, _utc)
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
-        with self._tx() as cursor:
-            cursor.execute(
-                f"SELECT {_CONVERSATION_COLUMNS} FROM {self._prefix}conversations WHERE id = %s", (conversation_id,)
-            )
-            row = cursor.fetchone()
+        row = self._one(
+            f"SELECT {_CONVERSATION_COLUMNS} FROM {self._prefix}conversations WHERE id = %s", (conversation_id,)
+        )
         if row is None:
-            raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
-        return self._info(row)
+            raise missing_conversation(conversation_id, self.url)
+        return conversation_from_row(row, _utc)
 
     def has_conversation(self, conversation_id: str) -> bool:
-        with self._tx() as cursor:
-            cursor.execute(f"SELECT 1 FROM {self._prefix}conversations WHERE id = %s", (conversation_id,))
-            return cursor.fetchone() is not None
+        return self._one(f"SELECT 1 FROM {self._prefix}conversations WHERE id = %s", (conversation_id,)) is not None
 
     def list_conversations(self, limit: int = 50, offset: int = 0) -> list[ConversationInfo]:
         check_slice(offset, limit)
@@ -243,7 +238,7 @@ class PostgresStore(Store):
                 (limit, offset),
             )
             rows = cursor.fetchall()
-        return [self._info(row) for row in rows]
+        return [conversation_from_row(row, _utc) for row in rows]
 
     def update_metadata(
         self,
@@ -253,19 +248,17 @@ class PostgresStore(Store):
         active_mode: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> ConversationInfo:
-        extra = encode_json(check_metadata(metadata), "metadata").decode()
-        with self._tx() as cursor:
-            # jsonb || merges the new keys into the stored object in one atomic statement.
-            cursor.execute(
-                f"UPDATE {self._prefix}conversations SET title = coalesce(%s, title), "
-                "active_mode = coalesce(%s, active_mode), metadata = metadata || %s::jsonb, updated_at = now() "
-                f"WHERE id = %s RETURNING {_CONVERSATION_COLUMNS}",
-                (_text(title), active_mode, extra, conversation_id),
-            )
-            row = cursor.fetchone()
+        extra = encode_metadata(metadata).decode()
+        # jsonb || merges the new keys into the stored object in one atomic statement.
+        row = self._one(
+            f"UPDATE {self._prefix}conversations SET title = coalesce(%s, title), "
+            "active_mode = coalesce(%s, active_mode), metadata = metadata || %s::jsonb, updated_at = now() "
+            f"WHERE id = %s RETURNING {_CONVERSATION_COLUMNS}",
+            (_text(title), active_mode, extra, conversation_id),
+        )
         if row is None:
-            raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
-        return self._info(row)
+            raise missing_conversation(conversation_id, self.url)
+        return conversation_from_row(row, _utc)
 
     def delete_conversation(self, conversation_id: str) -> None:
         with self._tx() as cursor:
@@ -273,7 +266,7 @@ class PostgresStore(Store):
             cursor.execute(f"DELETE FROM {self._prefix}conversations WHERE id = %s", (conversation_id,))
             deleted = cursor.rowcount
         if not deleted:
-            raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+            raise missing_conversation(conversation_id, self.url)
 
     # -- the log ----------------------------------------------------------------------------------------------
     def append(self, conversation_id: str, messages: Iterable[Message]) -> None:
@@ -285,7 +278,7 @@ class PostgresStore(Store):
             if not items:
                 cursor.execute(f"SELECT 1 FROM {p}conversations WHERE id = %s", (conversation_id,))
                 if cursor.fetchone() is None:
-                    raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+                    raise missing_conversation(conversation_id, self.url)
                 return
             count = len(items)
             cursor.execute(
@@ -301,7 +294,7 @@ class PostgresStore(Store):
             )
             row = cursor.fetchone()
             if row is None or row[0] is None:
-                raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+                raise missing_conversation(conversation_id, self.url)
             skipped = count - int(row[1])
             if skipped:
                 # Some ids were already stored: the count above assumed every message was new.
@@ -315,7 +308,7 @@ class PostgresStore(Store):
         with self._tx() as cursor:
             cursor.execute(f"SELECT 1 FROM {p}conversations WHERE id = %s", (conversation_id,))
             if cursor.fetchone() is None:
-                raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+                raise missing_conversation(conversation_id, self.url)
             cursor.execute(
                 f"SELECT data FROM {p}messages WHERE conversation_id = %s ORDER BY seq", (conversation_id,), binary=True
             )
@@ -339,15 +332,15 @@ class PostgresStore(Store):
                         info.created_at,
                         info.updated_at,
                         info.active_mode,
-                        encode_json(check_metadata(info.metadata), "metadata").decode(),
+                        encode_metadata(info.metadata).decode(),
                         len(messages),
                         len(messages),
                     ),
                 )
                 row = cursor.fetchone()
                 if row is None:
-                    raise StoreError(f"conversation {info.id!r} already exists in {self.url}; nothing was imported")
-                infos.append(self._info(row))
+                    raise conversation_exists(info.id, self.url, importing=True)
+                infos.append(conversation_from_row(row, _utc))
                 if messages:
                     cursor.execute(
                         f"INSERT INTO {p}messages (conversation_id, seq, id, data) "
@@ -359,9 +352,7 @@ class PostgresStore(Store):
 
     # -- artifacts --------------------------------------------------------------------------------------------
     def save_artifact(self, conversation_id: str, name: str, content: str) -> str:
-        check_artifact_name(conversation_id, name)
-        if not isinstance(content, str):
-            raise ValueError("artifact content must be a string")
+        check_artifact(conversation_id, name, content)
         p = self._prefix
         with self._tx() as cursor:
             cursor.execute(
@@ -371,8 +362,8 @@ class PostgresStore(Store):
                 (name, _text(content), conversation_id),
             )
             if not cursor.rowcount:
-                raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
-        return f"artifact://{conversation_id}/{name}"
+                raise missing_conversation(conversation_id, self.url)
+        return artifact_uri(conversation_id, name)
 
     def read_artifact(self, conversation_id: str, name: str, offset: int = 0, limit: int | None = None) -> str:
         check_slice(offset, limit)
@@ -381,21 +372,17 @@ class PostgresStore(Store):
             sql, args = "substr(content, %s)", [offset + 1]
         else:
             sql, args = "substr(content, %s, %s)", [offset + 1, limit]
-        with self._tx() as cursor:
-            cursor.execute(
-                f"SELECT {sql} FROM {self._prefix}artifacts WHERE conversation_id = %s AND name = %s",
-                (*args, conversation_id, name),
-            )
-            row = cursor.fetchone()
+        row = self._one(
+            f"SELECT {sql} FROM {self._prefix}artifacts WHERE conversation_id = %s AND name = %s",
+            (*args, conversation_id, name),
+        )
         if row is None:
-            raise StoreError(f"no artifact {name!r} in conversation {conversation_id!r}")
+            raise missing_artifact(conversation_id, name)
         return str(row[0])
 
     # -- request cache ----------------------------------------------------------------------------------------
     def cache_get(self, key: str) -> Any | None:
-        with self._tx() as cursor:
-            cursor.execute(f"SELECT value FROM {self._prefix}cache WHERE key = %s", (key,))
-            row = cursor.fetchone()
+        row = self._one(f"SELECT value FROM {self._prefix}cache WHERE key = %s", (key,))
         return None if row is None else decode_json(row[0])
 
     def cache_put(self, key: str, value: Any) -> None:
@@ -412,36 +399,21 @@ class PostgresStore(Store):
         self, title: str, html: str, css: str = "", js: str = "", *, conversation_id: str | None = None
     ) -> PageInfo:
         check_page(title, html, css, js)
-        with self._tx() as cursor:
-            cursor.execute(
-                f"INSERT INTO {self._prefix}pages (id, conversation_id, title, html, css, js, created_at) "
-                f"VALUES (%s, %s, %s, %s, %s, %s, now()) RETURNING {_PAGE_COLUMNS}",
-                (new_id(), conversation_id, title, html, css, js),
-            )
-            row = cursor.fetchone()
+        # The server stamps the page, as it stamps conversations: hosts with skewed clocks still agree.
+        row = self._one(
+            f"INSERT INTO {self._prefix}pages ({_PAGE_COLUMNS}) "
+            f"VALUES (%s, %s, %s, %s, %s, %s, now()) RETURNING {_PAGE_COLUMNS}",
+            (new_id(), conversation_id, title, html, css, js),
+        )
         if row is None:  # pragma: no cover - INSERT ... RETURNING always returns the row
             raise StoreError(f"the page was not saved in {self.url}")
-        return self._page(row)
+        return page_from_row(row, _utc)
 
     def get_page(self, page_id: str) -> PageInfo:
-        with self._tx() as cursor:
-            cursor.execute(f"SELECT {_PAGE_COLUMNS} FROM {self._prefix}pages WHERE id = %s", (page_id,))
-            row = cursor.fetchone()
+        row = self._one(f"SELECT {_PAGE_COLUMNS} FROM {self._prefix}pages WHERE id = %s", (page_id,))
         if row is None:
-            raise StoreError(f"no page {page_id!r} in {self.url}")
-        return self._page(row)
-
-    @staticmethod
-    def _page(row: Sequence[Any]) -> PageInfo:
-        return PageInfo(
-            id=row[0],
-            conversation_id=row[1],
-            title=row[2],
-            html=row[3],
-            css=row[4],
-            js=row[5],
-            created_at=_utc(row[6]),
-        )
+            raise missing_page(page_id, self.url)
+        return page_from_row(row, _utc)
 
     def __repr__(self) -> str:
         return f"<PostgresStore {self.url}>"

@@ -30,15 +30,27 @@ from ..errors import StoreError
 from ..messages import Message, MessageList
 from ..serialization import decode_messages, encode_message
 from ._common import (
-    check_artifact_name,
+    CONVERSATION_COLUMNS,
+    PAGE_COLUMNS,
+    artifact_uri,
+    check_artifact,
     check_metadata,
-    check_page,
     check_slice,
+    conversation_exists,
+    conversation_from_row,
     decode_json,
     encode_json,
+    encode_metadata,
     format_ts,
+    missing_artifact,
+    missing_conversation,
+    missing_page,
+    new_page,
     now,
+    page_from_row,
     parse_ts,
+    slice_text,
+    store_closed,
     unique_messages,
 )
 from .base import ConversationInfo, ImportItem, PageInfo, Store
@@ -47,7 +59,8 @@ from .migrations import MIGRATIONS_TABLE, SQLITE_MIGRATIONS, MigrationState, pen
 __all__ = ["SQLiteStore"]
 
 _SYNCHRONOUS = ("off", "normal", "full", "extra")
-_CONVERSATION_COLUMNS = "id, title, created_at, updated_at, message_count, active_mode, metadata"
+_CONVERSATION_COLUMNS = ", ".join(CONVERSATION_COLUMNS)
+_PAGE_COLUMNS = ", ".join(PAGE_COLUMNS)
 
 
 class SQLiteStore(Store):
@@ -100,7 +113,7 @@ class SQLiteStore(Store):
 
     def _conn(self) -> sqlite3.Connection:
         if self._closed:
-            raise StoreError(f"the store {self.url} is closed")
+            raise store_closed(self.url)
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
             conn = self._connect()
@@ -133,6 +146,11 @@ class SQLiteStore(Store):
     def _read(self) -> sqlite3.Connection:
         return self._conn()
 
+    def _one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """The first row a read statement gives, or None."""
+        with self._errors():
+            return self._read().execute(sql, args).fetchone()
+
     def close(self) -> None:
         """Close every connection this store opened (in this process)."""
         with self._lock:
@@ -153,7 +171,7 @@ class SQLiteStore(Store):
                 "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
             )
             rows = conn.execute(f"SELECT version, name FROM {MIGRATIONS_TABLE} ORDER BY version").fetchall()
-            state = MigrationState(tuple((int(v), str(n)) for v, n in rows))
+            state = MigrationState.from_rows(rows)
             for version, migration in pending_migrations(state, SQLITE_MIGRATIONS, str(self.path)):
                 for statement in migration.sql():
                     conn.execute(statement)
@@ -168,29 +186,16 @@ class SQLiteStore(Store):
 
     def schema_version(self) -> int:
         """The number of migrations applied to this database."""
-        with self._errors():
-            row = self._read().execute(f"SELECT max(version) FROM {MIGRATIONS_TABLE}").fetchone()
+        row = self._one(f"SELECT max(version) FROM {MIGRATIONS_TABLE}")
         return int(row[0] or 0)
 
     # -- conversations ----------------------------------------------------------------------------------------
-    @staticmethod
-    def _info(row: Sequence[Any]) -> ConversationInfo:
-        return ConversationInfo(
-            id=row[0],
-            title=row[1],
-            created_at=parse_ts(row[2]),
-            updated_at=parse_ts(row[3]),
-            message_count=row[4],
-            active_mode=row[5],
-            metadata=decode_json(row[6]),
-        )
-
     def create_conversation(
         self, title: str | None = None, metadata: Mapping[str, Any] | None = None, *, id: str | None = None
     ) -> ConversationInfo:
         conversation_id = id or new_id()
         stamp = format_ts(now())
-        data = encode_json(check_metadata(metadata), "metadata")
+        data = encode_metadata(metadata)
         with self._write() as conn:
             inserted = conn.execute(
                 "INSERT OR IGNORE INTO conversations (id, title, created_at, updated_at, metadata) "
@@ -198,24 +203,17 @@ class SQLiteStore(Store):
                 (conversation_id, title, stamp, stamp, data),
             ).rowcount
             if not inserted:
-                raise StoreError(f"conversation {conversation_id!r} already exists in {self.url}")
+                raise conversation_exists(conversation_id, self.url)
         return self.get_conversation(conversation_id)
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
-        with self._errors():
-            row = (
-                self._read()
-                .execute(f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE id = ?", (conversation_id,))
-                .fetchone()
-            )
+        row = self._one(f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE id = ?", (conversation_id,))
         if row is None:
-            raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
-        return self._info(row)
+            raise missing_conversation(conversation_id, self.url)
+        return conversation_from_row(row, parse_ts)
 
     def has_conversation(self, conversation_id: str) -> bool:
-        with self._errors():
-            row = self._read().execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
-        return row is not None
+        return self._one("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)) is not None
 
     def list_conversations(self, limit: int = 50, offset: int = 0) -> list[ConversationInfo]:
         check_slice(offset, limit)
@@ -229,7 +227,7 @@ class SQLiteStore(Store):
                 )
                 .fetchall()
             )
-        return [self._info(row) for row in rows]
+        return [conversation_from_row(row, parse_ts) for row in rows]
 
     def update_metadata(
         self,
@@ -243,7 +241,7 @@ class SQLiteStore(Store):
         with self._write() as conn:
             row = conn.execute("SELECT metadata FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
             if row is None:
-                raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+                raise missing_conversation(conversation_id, self.url)
             merged = decode_json(row[0])
             merged.update(extra)
             conn.execute(
@@ -257,7 +255,7 @@ class SQLiteStore(Store):
         with self._write() as conn:
             row = conn.execute("DELETE FROM conversations WHERE id = ? RETURNING key", (conversation_id,)).fetchone()
             if row is None:
-                raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+                raise missing_conversation(conversation_id, self.url)
             conn.execute("DELETE FROM messages WHERE conversation = ?", (row[0],))
             conn.execute("DELETE FROM artifacts WHERE conversation_id = ?", (conversation_id,))
 
@@ -269,7 +267,7 @@ class SQLiteStore(Store):
         with self._write() as conn:
             found = conn.execute("SELECT key, next_seq FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
             if found is None:
-                raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+                raise missing_conversation(conversation_id, self.url)
             if not rows:
                 return
             key, base = found
@@ -291,7 +289,7 @@ class SQLiteStore(Store):
             try:
                 found = conn.execute("SELECT key FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
                 if found is None:
-                    raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+                    raise missing_conversation(conversation_id, self.url)
                 rows = conn.execute("SELECT data FROM messages WHERE conversation = ? ORDER BY seq", found).fetchall()
             finally:
                 conn.execute("COMMIT")
@@ -311,13 +309,13 @@ class SQLiteStore(Store):
                         format_ts(info.created_at),
                         format_ts(info.updated_at),
                         info.active_mode,
-                        encode_json(check_metadata(info.metadata), "metadata"),
+                        encode_metadata(info.metadata),
                         len(messages),
                         len(messages),
                     ),
                 ).fetchone()
                 if found is None:
-                    raise StoreError(f"conversation {info.id!r} already exists in {self.url}; nothing was imported")
+                    raise conversation_exists(info.id, self.url, importing=True)
                 conn.executemany(
                     "INSERT INTO messages (conversation, id, seq, data) VALUES (?, ?, ?, ?)",
                     [(found[0], message.id, seq, encode_message(message)) for seq, message in enumerate(messages)],
@@ -326,38 +324,27 @@ class SQLiteStore(Store):
 
     # -- artifacts --------------------------------------------------------------------------------------------
     def save_artifact(self, conversation_id: str, name: str, content: str) -> str:
-        check_artifact_name(conversation_id, name)
-        if not isinstance(content, str):
-            raise ValueError("artifact content must be a string")
+        check_artifact(conversation_id, name, content)
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
-                raise StoreError(f"no conversation {conversation_id!r} in {self.url}")
+                raise missing_conversation(conversation_id, self.url)
             conn.execute(
                 "INSERT OR REPLACE INTO artifacts (conversation_id, name, content, created_at) VALUES (?, ?, ?, ?)",
                 (conversation_id, name, content, format_ts(now())),
             )
-        return f"artifact://{conversation_id}/{name}"
+        return artifact_uri(conversation_id, name)
 
     def read_artifact(self, conversation_id: str, name: str, offset: int = 0, limit: int | None = None) -> str:
         check_slice(offset, limit)
         # Sliced in Python: SQLite's substr() stops at a NUL character, and tool output may hold one.
-        with self._errors():
-            row = (
-                self._read()
-                .execute(
-                    "SELECT content FROM artifacts WHERE conversation_id = ? AND name = ?", (conversation_id, name)
-                )
-                .fetchone()
-            )
+        row = self._one("SELECT content FROM artifacts WHERE conversation_id = ? AND name = ?", (conversation_id, name))
         if row is None:
-            raise StoreError(f"no artifact {name!r} in conversation {conversation_id!r}")
-        text = str(row[0])
-        return text[offset:] if limit is None else text[offset : offset + limit]
+            raise missing_artifact(conversation_id, name)
+        return slice_text(str(row[0]), offset, limit)
 
     # -- request cache ----------------------------------------------------------------------------------------
     def cache_get(self, key: str) -> Any | None:
-        with self._errors():
-            row = self._read().execute("SELECT value FROM cache WHERE key = ?", (key,)).fetchone()
+        row = self._one("SELECT value FROM cache WHERE key = ?", (key,))
         return None if row is None else decode_json(row[0])
 
     def cache_put(self, key: str, value: Any) -> None:
@@ -371,38 +358,19 @@ class SQLiteStore(Store):
     def save_page(
         self, title: str, html: str, css: str = "", js: str = "", *, conversation_id: str | None = None
     ) -> PageInfo:
-        check_page(title, html, css, js)
-        page = PageInfo(
-            id=new_id(), conversation_id=conversation_id, title=title, html=html, css=css, js=js, created_at=now()
-        )
+        page = new_page(title, html, css, js, conversation_id)
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO pages (id, conversation_id, title, html, css, js, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO pages ({_PAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (page.id, conversation_id, title, html, css, js, format_ts(page.created_at)),
             )
         return page
 
     def get_page(self, page_id: str) -> PageInfo:
-        with self._errors():
-            row = (
-                self._read()
-                .execute(
-                    "SELECT id, conversation_id, title, html, css, js, created_at FROM pages WHERE id = ?", (page_id,)
-                )
-                .fetchone()
-            )
+        row = self._one(f"SELECT {_PAGE_COLUMNS} FROM pages WHERE id = ?", (page_id,))
         if row is None:
-            raise StoreError(f"no page {page_id!r} in {self.url}")
-        return PageInfo(
-            id=row[0],
-            conversation_id=row[1],
-            title=row[2],
-            html=row[3],
-            css=row[4],
-            js=row[5],
-            created_at=parse_ts(row[6]),
-        )
+            raise missing_page(page_id, self.url)
+        return page_from_row(row, parse_ts)
 
     def __repr__(self) -> str:
         return f"<SQLiteStore {self.path}>"
