@@ -40,6 +40,7 @@ from ..messages import (
 from ._wire import (
     FINAL_TOOL_DESCRIPTION,
     IdMap,
+    StreamReader,
     WireContext,
     catalog_for,
     final_tool_name,
@@ -342,7 +343,7 @@ def parse_message(data: bytes | str, context: WireContext) -> ModelResponse:
     return _response(texts, uses, message.stop_reason, _usage(message.usage), context)
 
 
-class MessageStream:
+class MessageStream(StreamReader):
     """Reads one streamed message, event by event.
 
     Feed each SSE event to `feed`, which returns the text to show (or None); `finish` then gives the complete
@@ -350,17 +351,14 @@ class MessageStream:
     tool's fragments are shown as text, since they are the answer.
     """
 
-    __slots__ = ("_blocks", "_context", "_input", "_output", "_parts", "_stop", "_usage", "done")
+    __slots__ = ("_input", "_output")
+    _usage: _Usage | None  # the slot StreamReader keeps, holding this API's usage struct
 
     def __init__(self, context: WireContext) -> None:
-        self._context = context
-        self._parts: list[str] = []
-        self._blocks: dict[int, list[Any]] = {}
-        self._stop: str | None = None
-        self._usage: _Usage | None = None
+        super().__init__(context)
+        # Token counts from ``message_delta``, which win over those of ``message_start``.
         self._output: int | None = None
         self._input: int | None = None
-        self.done = False
 
     def feed(self, event: str, data: str) -> str | None:
         """Take one event; return the text it adds, if any.
@@ -381,7 +379,7 @@ class MessageStream:
                 self._parts.append(delta.text)
                 return delta.text
             if delta.type == "input_json_delta" and delta.partial_json:
-                block = self._blocks.get(item.index)
+                block = self._calls.get(item.index)
                 if block is not None:
                     block[2].append(delta.partial_json)
                     if block[1] == self._context.final_tool:
@@ -391,7 +389,7 @@ class MessageStream:
             start = item.content_block
             if start is not None:
                 if start.type == "tool_use":
-                    self._blocks[item.index] = [start.id, start.name or "", []]
+                    self._calls[item.index] = [start.id, start.name or "", []]
                 elif start.type == "text" and start.text:
                     self._parts.append(start.text)
                     return start.text
@@ -415,24 +413,13 @@ class MessageStream:
             raise error_from(item.error)
         return None  # ping, content_block_stop, and event types added after this was written
 
-    @property
-    def finished(self) -> bool:
-        """Whether the stream said how it ended (``message_stop``, or a stop reason)."""
-        return self.done or self._stop is not None
-
-    @property
-    def text(self) -> str:
-        """The answer text received so far."""
-        return "".join(self._parts)
-
     def finish(self) -> ModelResponse:
         """The complete response.
 
         Raises:
             ModelError: when the stream ended before the message was complete (a cut stream).
         """
-        if not self.finished:
-            raise ModelError("the stream ended before the answer was complete", type="stream_cut", retryable=True)
+        uses = [(call_id, name, *parse_arguments(text)) for call_id, name, text in self._complete_calls()]
         if self._usage is None and self._output is None and self._input is None:
             usage = None
         else:
@@ -441,8 +428,4 @@ class MessageStream:
             usage.output_tokens = self._output
         if usage is not None and self._input is not None:
             usage.input_tokens = self._input
-        uses = []
-        for _, (call_id, name, fragments) in sorted(self._blocks.items()):
-            arguments, raw = parse_arguments("".join(fragments))
-            uses.append((call_id, name, arguments, raw))
         return _response(self._parts, uses, self._stop, _usage(usage), self._context)

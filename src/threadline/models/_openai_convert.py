@@ -21,6 +21,7 @@ from ..messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, U
 from ._wire import (
     FINAL_TOOL_DESCRIPTION,
     IdMap,
+    StreamReader,
     WireContext,
     catalog_for,
     data_url,
@@ -289,7 +290,7 @@ def parse_completion(data: bytes | str, context: WireContext) -> ModelResponse:
     return ModelResponse(content=content, tool_calls=calls, usage=_usage(body.usage), stop_reason=stop)
 
 
-class ChatStream:
+class ChatStream(StreamReader):
     """Reads one streamed completion, event by event.
 
     Feed each SSE ``data`` field to `feed`, which returns the text to show (or None); `finish` then gives the
@@ -297,15 +298,8 @@ class ChatStream:
     argument fragments are shown as text, since they are the answer.
     """
 
-    __slots__ = ("_calls", "_context", "_parts", "_stop", "_usage", "done")
-
-    def __init__(self, context: WireContext) -> None:
-        self._context = context
-        self._parts: list[str] = []
-        self._calls: dict[int, list[Any]] = {}
-        self._stop: str | None = None
-        self._usage: _Usage | None = None
-        self.done = False
+    __slots__ = ()
+    _usage: _Usage | None  # the slot StreamReader keeps, holding this API's usage struct
 
     def feed(self, event: str, data: str) -> str | None:
         """Take one event; return the text it adds, if any.
@@ -351,26 +345,13 @@ class ChatStream:
                             text = (text or "") + function.arguments
         return text or None
 
-    @property
-    def finished(self) -> bool:
-        """Whether the stream said how it ended (a finish reason, or ``[DONE]``)."""
-        return self.done or self._stop is not None
-
-    @property
-    def text(self) -> str:
-        """The answer text received so far."""
-        return "".join(self._parts)
-
     def finish(self) -> ModelResponse:
         """The complete response.
 
         Raises:
             ModelError: when the stream ended before the server said it was complete (a cut stream).
         """
-        if not self.finished:
-            raise ModelError("the stream ended before the answer was complete", type="stream_cut", retryable=True)
-        raw = [(slot[0], slot[1], "".join(slot[2])) for _, slot in sorted(self._calls.items())]
-        calls, final_text = _calls(raw, self._context)
+        calls, final_text = _calls(self._complete_calls(), self._context)
         content: str | None = "".join(self._parts) or None
         stop = self._stop
         if final_text is not None:

@@ -1,8 +1,9 @@
 """Pure helpers shared by the two wire translations (`_openai_convert`, `_anthropic_convert`).
 
 They own what must be the same on every provider: how a log's tool-call ids are made valid for a provider (and
-kept unique in the log when a provider hands back ids it already used), how tool-argument text is parsed, and the
-name of the final-result tool used for structured output. Nothing here does I/O.
+kept unique in the log when a provider hands back ids it already used), how tool-argument text is parsed, the
+name of the final-result tool used for structured output, and what a stream reader keeps between events
+(`StreamReader`). Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import msgspec
 
 from .._ids import new_id
-from ..errors import UserError
+from ..errors import ModelError, UserError
 from ..messages import Attachment, Message, UserMessage
 from ..tools import ToolCatalog
 from .base import ModelRequest
@@ -25,6 +26,7 @@ __all__ = [
     "FINAL_TOOL",
     "FINAL_TOOL_DESCRIPTION",
     "IdMap",
+    "StreamReader",
     "WireContext",
     "catalog_for",
     "check_images",
@@ -193,3 +195,42 @@ def check_tool_choice(request: ModelRequest) -> None:
     if not any(spec.name == choice for spec in request.tools):
         offered = ", ".join(spec.name for spec in request.tools) or "none"
         raise UserError(f"tool_choice {choice!r} names a tool that is not offered (offered: {offered})")
+
+
+class StreamReader:
+    """What a provider's stream reader keeps between events (`ChatStream`, `MessageStream` add how events are read).
+
+    Attributes:
+        done: Whether the stream's end marker (``[DONE]``, ``message_stop``) came.
+    """
+
+    __slots__ = ("_calls", "_context", "_parts", "_stop", "_usage", "done")
+
+    def __init__(self, context: WireContext) -> None:
+        self._context = context
+        self._parts: list[str] = []
+        # Tool calls being assembled, by the index the stream gives them: [id, wire name, argument fragments].
+        self._calls: dict[int, list[Any]] = {}
+        self._stop: str | None = None
+        self._usage: object = None  # the provider's usage struct; subclasses say which
+        self.done = False
+
+    @property
+    def finished(self) -> bool:
+        """Whether the stream said how it ended (its end marker, or a stop reason)."""
+        return self.done or self._stop is not None
+
+    @property
+    def text(self) -> str:
+        """The answer text received so far."""
+        return "".join(self._parts)
+
+    def _complete_calls(self) -> list[tuple[str | None, str, str]]:
+        """The tool calls of a complete stream, in stream order, as ``(id, wire name, argument text)``.
+
+        Raises:
+            ModelError: when the stream ended before the server said it was complete (a cut stream).
+        """
+        if not self.finished:
+            raise ModelError("the stream ended before the answer was complete", type="stream_cut", retryable=True)
+        return [(slot[0], slot[1], "".join(slot[2])) for _, slot in sorted(self._calls.items())]
