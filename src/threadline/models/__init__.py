@@ -2,13 +2,18 @@
 
 Provider modules are imported only when a name needs them, so resolving ``local`` never imports httpx and
 resolving ``openai:…`` never imports llama.cpp.
+
+`get_model` shares one instance per name *and configuration*: the environment variables that configure a provider
+(``OPENAI_BASE_URL``, ``OPENAI_API_KEY``…) are part of the cache key, as a hash, so a key never sits in the cache
+in the clear. When they change, the next `get_model` makes a model that uses the new values, and the instance it
+replaces has its connection pools closed.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..errors import UserError
 from .base import (
@@ -47,7 +52,8 @@ DEFAULT_MODELS: dict[str, str] = {
 }
 
 _factories: dict[str, Callable[[str], Model]] = {}
-_cache: dict[str, Model] = {}
+_environment: dict[str, tuple[str, ...]] = {}
+_cache: dict[str, tuple[str, Model]] = {}  # name -> (configuration fingerprint, model)
 _lock = threading.Lock()
 
 
@@ -70,14 +76,26 @@ def _anthropic(rest: str) -> Model:
 
 
 _factories.update(local=_local, openai=_openai, anthropic=_anthropic)
+_environment.update(
+    openai=("OPENAI_BASE_URL", "OPENAI_API_KEY", "THREADLINE_OPENAI_SERVER"),
+    anthropic=("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+)
 
 
-def register_provider(prefix: str, factory: Callable[[str], Model]) -> None:
-    """Make ``"<prefix>:<model>"`` names resolve through ``factory(model)``."""
+def register_provider(prefix: str, factory: Callable[[str], Model], *, environment: Iterable[str] = ()) -> None:
+    """Make ``"<prefix>:<model>"`` names resolve through ``factory(model)``.
+
+    Args:
+        prefix: The provider part of names.
+        factory: Makes a model from the part after the colon.
+        environment: The environment variables the factory reads: when one changes, `get_model` makes a new
+            instance instead of returning the cached one.
+    """
     with _lock:
         _factories[prefix] = factory
+        _environment[prefix] = tuple(environment)
         for key in [key for key in _cache if key.partition(":")[0] == prefix]:
-            del _cache[key]
+            _retire(_cache.pop(key)[1])
 
 
 def default_model_name() -> str:
@@ -88,7 +106,8 @@ def default_model_name() -> str:
 def get_model(name: str | Model | None = None) -> Model:
     """Resolve a model name (``local``, ``local:/path.gguf``, ``openai:gpt-4o``, ``anthropic:…``) to a `Model`.
 
-    Instances are cached per name, so connection pools and loaded weights are shared within a process.
+    Instances are cached per name and configuration, so connection pools and loaded weights are shared within a
+    process, and a changed ``OPENAI_BASE_URL`` or key gives a model that uses it.
 
     Args:
         name: A model name, a `Model` (returned as is), or None for the default model.
@@ -108,22 +127,49 @@ def get_model(name: str | Model | None = None) -> Model:
         name = DEFAULT_MODELS[provider]
         provider, _, rest = name.partition(":")
     with _lock:
+        fingerprint = _fingerprint(_environment.get(provider, ()))
         cached = _cache.get(name)
-        if cached is not None:
-            return cached
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]
         factory = _factories.get(provider)
     if factory is None:
         known = ", ".join(sorted(_factories))
         raise UserError(f"unknown model {name!r}: the provider must be one of {known} (e.g. 'openai:gpt-4o-mini')")
     model = factory(rest)
     with _lock:
-        return _cache.setdefault(name, model)
+        cached = _cache.get(name)
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]  # another thread made the same one meanwhile
+        _cache[name] = (fingerprint, model)
+    if cached is not None:
+        _retire(cached[1])
+    return model
+
+
+def _fingerprint(names: tuple[str, ...]) -> str:
+    """A hash of the configuring environment variables (the cache key must never hold a key in the clear)."""
+    if not names:
+        return ""
+    import hashlib  # here, not at import: it loads OpenSSL, which `import threadline` need not pay for
+
+    digest = hashlib.sha256()
+    for variable in names:
+        digest.update(variable.encode())
+        digest.update(b"\x00" + os.environ.get(variable, "").encode("utf-8", "surrogatepass") + b"\x00")
+    return digest.hexdigest()
+
+
+def _retire(model: Model) -> None:
+    """Close a replaced model's pools, each on its own event loop (a loop that runs no more closes them at exit)."""
+    close_soon = getattr(model, "close_soon", None)
+    if close_soon is not None:
+        close_soon()
 
 
 async def close_cached_models(loop: object | None = None) -> None:
     """Close the resources (connection pools) of every cached model; used at interpreter exit."""
     with _lock:
-        models = list(_cache.values())
+        models = [model for _, model in _cache.values()]
     for model in models:
         try:
             await model.aclose()

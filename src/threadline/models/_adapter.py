@@ -1,15 +1,17 @@
 """`HTTPModel`: what the HTTP adapters (`OpenAIModel`, `AnthropicModel`) share, so that each says only how it differs.
 
-This module owns an HTTP model's configuration: the model name and profile, the key (from an argument or the
-environment) and the hint given when it is refused, the base URL, the headers, and the `Endpoint` they make; then
-the `Model` methods on top (`check`, `stream`, `aclose`). A subclass sets class attributes (names, environment
-variables, default URL, request path, authentication header) and two hooks: the family profile of a model id, and
-the translation of a request into a body and the readers of its answer.
+This module owns an HTTP model's configuration: the model name and profile (with what the server does about
+tools, for APIs that other servers speak), the key (from an argument or the environment) and the hint given when
+it is refused, the base URL, the headers, and the `Endpoint` they make; then the `Model` methods on top (`check`,
+`stream`, `aclose`). A subclass sets class attributes (names, environment variables, default URL, request path,
+authentication header) and hooks: the family profile of a model id, the checks its wire format adds, and the
+translation of a request into a body and the readers of its answer.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, ClassVar
@@ -35,6 +37,8 @@ if TYPE_CHECKING:  # only annotations use it: building the alias at import time 
 __all__ = ["HTTPModel"]
 
 _encode = msgspec.json.Encoder().encode
+_SECRET_HEADER = re.compile(r"key|auth|token|secret", re.IGNORECASE)
+_BAD_KEY_CHARS = re.compile(r"[\x00-\x20\x7f]")
 
 
 class HTTPModel(Model):
@@ -67,6 +71,9 @@ class HTTPModel(Model):
     _compatible_servers: ClassVar[bool] = False
     """Whether other servers speak this API (vLLM, Ollama…): then a key is optional, and an endpoint other than
     the provider's own is called a compatible server."""
+    _server_env: ClassVar[str | None] = None
+    """The environment variable that says which server this is (see `ModelProfile.with_server`), where other
+    servers speak the API."""
 
     def __init__(
         self,
@@ -80,6 +87,8 @@ class HTTPModel(Model):
         timeout: float = 600.0,
         max_retries: int = 2,
         retry_base_delay: float = 0.5,
+        retry_time_limit: float | None = 60.0,
+        server: str | Mapping[str, Any] | None = None,
     ) -> None:
         cls = self._class_name
         if not isinstance(model_name, str) or not model_name.strip():
@@ -88,10 +97,21 @@ class HTTPModel(Model):
             )
         self.model_id = model_name.strip()
         self.name = f"{self._prefix}:{self.model_id}"
-        self.profile = (profile or self._default_profile(self.model_id)).with_capabilities(capabilities)
+        if server is not None and self._server_env is None:
+            raise UserError(f"{cls} takes no server= option: only one server speaks its API")
+        if server is None and self._server_env is not None:
+            server = os.environ.get(self._server_env) or None
+        base_profile = profile or self._default_profile(self.model_id)
+        self.profile = base_profile.with_server(server).with_capabilities(capabilities)
         self.capabilities = self.profile.capabilities
         key_from_env = api_key is None
         key = api_key if api_key is not None else os.environ.get(self._key_env) or None
+        if key is not None:
+            # A key read from a file often ends in a newline, which no server accepts in a header.
+            key = key.strip() or None
+            if key is not None and _BAD_KEY_CHARS.search(key):
+                where = f"the key from {self._key_env}" if key_from_env else f"the api_key given to {cls}"
+                raise UserError(f"{where} contains a space or a control character; check it (it is not shown)")
         self.base_url = (base_url or os.environ.get(self._url_env) or self._default_base_url).rstrip("/")
         self._has_key = bool(key)
         all_headers = {"Content-Type": "application/json", "Accept": "application/json", **self._extra_headers}
@@ -109,15 +129,19 @@ class HTTPModel(Model):
         else:
             hint = f"The api_key given to {cls} was refused: check it is valid{valid_for}."
         elsewhere = compatible and self.base_url != self._default_base_url
+        # Headers that carry credentials of the caller's own (Azure's "api-key", a proxy's token) are secrets too.
+        secrets = [key] if key else []
+        secrets += [value for name, value in (headers or {}).items() if _SECRET_HEADER.search(name)]
         self._endpoint = Endpoint(
             provider=f"{self._provider}-compatible server" if elsewhere else self._provider,
             url=f"{self.base_url}{self._path}",
             headers=all_headers,
-            secrets=(key,) if key else (),
+            secrets=tuple(secrets),
             auth_hint=hint,
             timeout=timeout,
             max_retries=max_retries,
             retry_base_delay=retry_base_delay,
+            retry_time_limit=retry_time_limit,
         )
 
     @abstractmethod
@@ -126,7 +150,11 @@ class HTTPModel(Model):
 
     @abstractmethod
     def _translate(self, request: ModelRequest, stream: bool) -> Translation:
-        """The request in this API's wire format, and how its answer is read."""
+        """The request in this API's wire format, and how its answer is read (the body's ``stream`` says whether
+        it was streamed, which the translation may decline)."""
+
+    def _check_wire(self, request: ModelRequest) -> None:
+        """Refuse, before anything is sent, a request this API's translation could not express."""
 
     def __repr__(self) -> str:
         return f"<{self._class_name} {self.name!r} at {mask_secrets(self.base_url)}>"
@@ -148,6 +176,7 @@ class HTTPModel(Model):
             )
             raise UserError(f"no API key for {self.name}: set {self._key_env}, or pass api_key={other_server}")
         check_tool_choice(request)
+        self._check_wire(request)
         if self.capabilities.images:
             check_images(request.messages)
 
@@ -159,8 +188,13 @@ class HTTPModel(Model):
         """
         stream = request.settings.stream and self.capabilities.streaming
         body, parse, decoder = self._translate(request, stream)
-        return self._endpoint.events(_encode(body), request.settings, stream=stream, parse=parse, decoder=decoder)
+        streamed = bool(body.get("stream"))
+        return self._endpoint.events(_encode(body), request.settings, stream=streamed, parse=parse, decoder=decoder)
 
     async def aclose(self) -> None:
         """Close this model's pooled connections (those of the running event loop)."""
         await self._endpoint.aclose()
+
+    def close_soon(self) -> None:
+        """Close every pooled connection of this model, each on its own event loop, without waiting."""
+        self._endpoint.close_soon()

@@ -13,24 +13,33 @@ adapters have over hand-written httpx (DESIGN §10). Proxies still come from the
 `Endpoint.events` sends one request and yields what the model produced: `TextDelta` events while a stream comes in,
 then one `ModelResponse`. Failures become `ModelError` here and nowhere else:
 
-- 401/403: at once, with a hint about the key (never the key: every configured secret and anything shaped like an
-  API key is masked in what the server said);
+- 401/403: at once, with a hint about the key (never the key);
 - 429 (honouring ``Retry-After`` / ``retry-after-ms``), 408, 409, 5xx, refused or broken connections, timeouts,
   a stream that ends early, and an empty answer: retried with exponential backoff and jitter, at most
   ``max_retries`` times, but only while no text has been shown, since text already shown cannot be taken back;
+- retries stop early where they would only multiply: when the server says so (``x-should-retry: false``, as
+  OpenAI's API sends), when a proxy in front already retried (LiteLLM's ``x-litellm-attempted-retries``), and
+  when the retry time limit of the call (``retry_time_limit``, counted from its first failure) would be passed.
+  A ``Retry-After`` longer than what is left of that limit fails at once, saying when to try again;
 - once text was shown, a broken stream raises `ModelError` whose ``partial`` is that text (the turn engine logs
   it as the failed turn's content);
 - anything else (400, 404, 413…): at once, with the server's own explanation.
+
+Every `ModelError` leaves `Endpoint.events` through one place, `Endpoint._redact`, which masks the configured
+secrets in every form they could take in a text (raw, stripped, JSON- or Python-escaped, URL-encoded) and
+anything shaped like an API key, in the message and in the error type alike: error bodies of HTTP 200 answers
+and stream ``error`` events are the server's text, and a key there must reach neither the log nor the screen.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Protocol
 
@@ -51,12 +60,13 @@ from httpx_sse import EventSource
 from ..errors import ModelError
 from .base import ModelEvent, ModelResponse, ModelSettings, TextDelta
 
-__all__ = ["Endpoint", "StreamDecoder", "mask_secrets"]
+__all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]
 
 _KEY_SHAPED = re.compile(r"\b(sk|key|api)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 _USERINFO = re.compile(r"//[^/@\s]+@")
+_ERROR_TYPE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 _RETRY_STATUSES = frozenset({408, 409, 429})
-_MAX_RETRY_AFTER = 60.0
+_MIN_SECRET = 4  # shorter "secrets" would mask ordinary words
 _DETAIL_LIMIT = 400
 _USER_AGENT = "threadline"
 
@@ -69,8 +79,35 @@ class StreamDecoder(Protocol):
     def finish(self) -> ModelResponse: ...
 
 
+def secret_forms(secrets: Iterable[str]) -> tuple[str, ...]:
+    """Every form in which a secret could appear in a server's or a library's text, longest first.
+
+    The raw value and its stripped form, each also JSON-escaped, Python-escaped (``repr`` of the text and of its
+    UTF-8 bytes, as in "Illegal header value b'Bearer …\\n'") and URL-encoded.
+    """
+    from urllib.parse import quote, quote_plus
+
+    forms: set[str] = set()
+    for secret in secrets:
+        for value in {secret, secret.strip()}:
+            if len(value) < _MIN_SECRET:
+                continue
+            forms.update(
+                (
+                    value,
+                    json.dumps(value)[1:-1],
+                    json.dumps(value, ensure_ascii=False)[1:-1],
+                    repr(value)[1:-1],
+                    repr(value.encode("utf-8"))[2:-1],
+                    quote(value, safe=""),
+                    quote_plus(value, safe=""),
+                )
+            )
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
 def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with the given secrets, API-key-shaped tokens and URL credentials masked."""
+    """``text`` with the given secrets (pass `secret_forms`), API-key-shaped tokens and URL credentials masked."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, "***")
@@ -85,12 +122,14 @@ class Endpoint:
         provider: The provider's name as users know it (``"OpenAI"``, ``"Anthropic"``), used in messages.
         url: The full URL requests are posted to.
         headers: Headers sent with every request (authentication included).
-        secrets: Values that must never appear in an error message.
+        secrets: Values that must never appear in an error message, in any form (see `secret_forms`).
         auth_hint: What to tell the user when the server refuses the credentials.
         timeout: Default seconds to wait for a connection or for the next bytes of an answer.
         max_retries: Default retries of retryable failures.
         retry_base_delay: The first backoff delay in seconds (doubled for each further retry).
         retry_max_delay: The longest backoff delay in seconds.
+        retry_time_limit: The longest one call keeps retrying, in seconds from its first failure (waits and
+            further attempts together); None for no limit.
     """
 
     def __init__(
@@ -105,15 +144,17 @@ class Endpoint:
         max_retries: int,
         retry_base_delay: float,
         retry_max_delay: float = 20.0,
+        retry_time_limit: float | None = 60.0,
     ) -> None:
         self.provider = provider
         self.url = url
-        self._secrets = secrets
+        self._secrets = secret_forms(secrets)
         self._auth_hint = auth_hint
         self.timeout = timeout
         self.max_retries = max_retries
         self.retry_base_delay = retry_base_delay
         self.retry_max_delay = retry_max_delay
+        self.retry_time_limit = retry_time_limit
         self._url = httpx.URL(url)
         self._request_headers = httpx.Headers(
             {"User-Agent": _USER_AGENT, "Accept-Encoding": "gzip, deflate", **headers}
@@ -156,6 +197,23 @@ class Endpoint:
                 del self._pools[known]
         self._last = None
 
+    def close_soon(self) -> None:
+        """Close every pool on its own event loop, from any thread, without waiting.
+
+        Each close is scheduled on the loop the pool belongs to: it runs now if that loop is running, or the next
+        time it runs (a thread's private loop runs again on the thread's next call, or at exit). Pools of closed
+        loops are gone already. Used when a cached model is replaced by one with another configuration.
+        """
+        pools, self._pools, self._last = self._pools, {}, None
+        for loop, pool in pools.items():
+            if not loop.is_closed():
+                try:
+                    # A plain callback starts the close on the loop, so nothing is left un-awaited if the loop
+                    # never runs again.
+                    loop.call_soon_threadsafe(_start_closing, pool)
+                except RuntimeError:  # the loop closed meanwhile, and its connections with it
+                    pass
+
     # -- one call -------------------------------------------------------------------------------------------------
     async def events(
         self,
@@ -182,15 +240,16 @@ class Endpoint:
         timeout = self.timeout if settings.timeout is None else settings.timeout
         pool = self.pool()
         attempt = 0
+        deadline: float | None = None
         while True:
             shown: list[str] = []
-            retry_after: float | None = None
+            headers: httpx.Headers | None = None
             try:
                 response = await self._send(pool, payload, timeout)
+                headers = response.headers
                 try:
                     if response.status_code >= 400:
                         await response.aread()
-                        retry_after = _retry_after(response.headers)
                         raise self._status_error(response)
                     if not stream or "text/event-stream" not in response.headers.get("content-type", ""):
                         # Also a server that ignores "stream": true and answers with one JSON body.
@@ -214,27 +273,36 @@ class Endpoint:
                     )
             except (httpx.HTTPError, ModelError) as exc:
                 error = exc if isinstance(exc, ModelError) else self._transport_error(exc, timeout)
-                if error.retryable and not shown and attempt < retries:
-                    await asyncio.sleep(self._delay(attempt, retry_after))
-                    attempt += 1
-                    continue
+                now = time.monotonic()
+                if deadline is None and self.retry_time_limit is not None:
+                    deadline = now + self.retry_time_limit
+                signals = _Signals.read(headers)
+                why_not = _why_not_retry(error, signals, shown, attempt, retries)
+                if why_not is None:
+                    delay = self._delay(attempt, signals.retry_after)
+                    if deadline is None or now + delay <= deadline:
+                        await asyncio.sleep(delay)
+                        attempt += 1
+                        continue
+                    if signals.retry_after is not None:
+                        raise self._redact(self._wait_too_long(error, signals.retry_after, deadline - now)) from None
+                    why_not = f"the retry time limit of {self.retry_time_limit:g} s was reached"
                 partial = "".join(shown)
+                note = ""
                 if partial and error.type in ("connection", "stream_cut", "timeout"):
-                    error = ModelError(
-                        f"{error.message} (the answer was cut off after {len(partial)} characters)",
-                        type=error.type,
-                        status=error.status,
-                        retryable=error.retryable,
-                    )
-                elif attempt:
-                    error = ModelError(
-                        f"{error.message} (gave up after {attempt + 1} attempts)",
-                        type=error.type,
-                        status=error.status,
-                        retryable=error.retryable,
-                    )
+                    note = f" (the answer was cut off after {len(partial)} characters)"
+                elif attempt or why_not:
+                    reasons = [f"gave up after {attempt + 1} attempts"] if attempt else []
+                    reasons += [why_not] if why_not else []
+                    note = f" ({'; '.join(reasons)})"
+                error = ModelError(
+                    error.message + note,
+                    type=error.type,
+                    status=error.status,
+                    retryable=error.retryable and signals.should_retry is not False,
+                )
                 error.partial = partial
-                raise error from None
+                raise self._redact(error) from None
             if not shown and result.content:
                 # Unstreamed (or a server that ignored "stream"): the whole text is one delta, so callers that
                 # show text as it comes see it all the same.
@@ -257,10 +325,36 @@ class Endpoint:
         return response
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None and 0 <= retry_after <= _MAX_RETRY_AFTER:
-            return retry_after
+        """Seconds to wait before the next attempt: what the server asked for, else backoff with jitter."""
+        if retry_after is not None:
+            return max(0.0, retry_after)
         delay = min(self.retry_base_delay * 2.0**attempt, self.retry_max_delay)
         return delay * (1 - 0.25 * random.random())  # jitter spreads clients that failed together
+
+    def _wait_too_long(self, error: ModelError, retry_after: float, left: float) -> ModelError:
+        """The error for a ``Retry-After`` longer than the call may still wait: fail now, say when to retry."""
+        at = time.strftime("%H:%M:%S", time.gmtime(time.time() + retry_after))
+        limit = f"{self.retry_time_limit:g} s" if self.retry_time_limit is not None else "none"
+        return ModelError(
+            f"{error.message}. The server asked to wait {_duration(retry_after)} before retrying (until {at} UTC),"
+            f" longer than this call may still wait ({_duration(max(0.0, left))} of its retry time limit of"
+            f" {limit}): try again after {at} UTC",
+            type=error.type,
+            status=error.status,
+            retryable=True,
+        )
+
+    def _redact(self, error: ModelError) -> ModelError:
+        """The one exit of every error: the secrets masked in its message and its type, in every form."""
+        message = mask_secrets(error.message, self._secrets)
+        kind = error.type
+        if mask_secrets(kind, self._secrets) != kind or not _ERROR_TYPE.match(kind):
+            kind = "error"  # a type must be a short name; a server's text there is not kept
+        if message == error.message and kind == error.type:
+            return error
+        redacted = ModelError(message, type=kind, status=error.status, retryable=error.retryable)
+        redacted.partial = error.partial
+        return redacted
 
     # -- error mapping --------------------------------------------------------------------------------------------
     def _status_error(self, response: httpx.Response) -> ModelError:
@@ -307,7 +401,7 @@ class Endpoint:
                 text = error
             elif isinstance(data.get("message"), str):
                 text = data["message"]
-        text = mask_secrets(text, self._secrets)
+        text = " ".join(mask_secrets(text, self._secrets).split())  # one line, even from an HTML error page
         return text if len(text) <= _DETAIL_LIMIT else text[:_DETAIL_LIMIT] + "…"
 
     def _transport_error(self, exc: httpx.HTTPError, timeout: float) -> ModelError:
@@ -322,6 +416,60 @@ class Endpoint:
         if isinstance(exc, (httpx.NetworkError, httpx.RemoteProtocolError)):
             return ModelError(f"the connection to {where} broke: {reason}", type="connection", retryable=True)
         return ModelError(f"request to {where} failed: {reason}", type="connection")
+
+
+def _start_closing(pool: httpx.AsyncHTTPTransport) -> None:
+    """Start closing a pool; runs on the pool's own loop (see `Endpoint.close_soon`)."""
+    task = asyncio.ensure_future(pool.aclose())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
+_closing: set[asyncio.Future[None]] = set()  # keeps closing tasks alive until they finish
+
+
+class _Signals:
+    """What a failed answer's headers say about retrying it."""
+
+    __slots__ = ("attempted_upstream", "retry_after", "should_retry")
+
+    def __init__(self, retry_after: float | None, should_retry: bool | None, attempted_upstream: int) -> None:
+        self.retry_after = retry_after
+        self.should_retry = should_retry
+        self.attempted_upstream = attempted_upstream
+
+    @classmethod
+    def read(cls, headers: httpx.Headers | None) -> _Signals:
+        if headers is None:
+            return cls(None, None, 0)
+        flag = (headers.get("x-should-retry") or "").strip().lower()
+        should = True if flag == "true" else False if flag == "false" else None
+        try:
+            attempted = int(headers.get("x-litellm-attempted-retries") or 0)
+        except ValueError:
+            attempted = 0
+        return cls(_retry_after(headers), should, attempted)
+
+
+def _why_not_retry(error: ModelError, signals: _Signals, shown: list[str], attempt: int, retries: int) -> str | None:
+    """Why a failed attempt is not retried (None: it is), when the reason is worth telling the user."""
+    if shown or attempt >= retries:
+        return ""  # text already shown cannot be taken back; the retries allowed are used up
+    if signals.should_retry is False:
+        return "the server said not to retry (x-should-retry: false)" if error.retryable else ""
+    if signals.attempted_upstream > 0 and error.retryable:
+        return f"the proxy in front already retried {signals.attempted_upstream} times"
+    if not (error.retryable or signals.should_retry):
+        return ""
+    return None
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _proxy_for(url: httpx.URL) -> str | None:

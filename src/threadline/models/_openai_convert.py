@@ -8,15 +8,19 @@
 
 Structured output uses ``response_format: {"type": "json_schema"}`` when the profile says the model has it, and a
 forced final-result tool otherwise; either way the answer comes back as JSON text content.
+
+What is sent about tools follows the profile (`plan_tools`): the ``tool_choice`` when the caller sets none, a
+named choice in place of ``"required"`` on a server that cannot honour it (when one tool is offered), streaming
+only where the server can stream tool calls, and the ``content`` of assistant messages that only call tools.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
-from ..errors import ModelError
+from ..errors import CapabilityError, ModelError
 from ..messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage, content_for_model
 from ._wire import (
     FINAL_TOOL_DESCRIPTION,
@@ -32,7 +36,7 @@ from ._wire import (
 from .base import ModelRequest, ModelResponse
 from .profiles import ModelProfile
 
-__all__ = ["ChatStream", "build_request", "parse_completion"]
+__all__ = ["ChatStream", "ToolPlan", "build_request", "parse_completion", "plan_tools"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -44,6 +48,55 @@ def _arguments_text(call: ToolCall) -> str:
     return _encode(call.arguments).decode("utf-8")
 
 
+class ToolPlan(NamedTuple):
+    """What one request says about tools, decided from the request and the profile.
+
+    Attributes:
+        choice: ``"auto"``, ``"required"``, ``"none"``, a real tool name, or None (the field is left out).
+        final_tool: The final-result tool is offered (structured output without a JSON-schema mode).
+        forced_final: The choice names the final-result tool.
+    """
+
+    choice: str | None
+    final_tool: bool
+    forced_final: bool
+
+    @property
+    def named(self) -> bool:
+        """Whether one tool is forced by name."""
+        return self.forced_final or self.choice not in (None, "auto", "required", "none")
+
+
+def plan_tools(request: ModelRequest, profile: ModelProfile) -> ToolPlan:
+    """Decide the ``tool_choice`` of a request and whether the final-result tool is offered.
+
+    The caller's choice wins; without one the profile's default is used (left out on OpenAI's own API). A server
+    that cannot honour ``"required"`` gets the tool's name when only one tool is offered.
+
+    Raises:
+        CapabilityError: when a tool call must be forced among several tools and the server cannot do that.
+    """
+    tools = request.tools
+    final = request.response_format is not None and not profile.capabilities.structured_output
+    if not tools and not final:
+        return ToolPlan(None, False, False)
+    choice = request.tool_choice if request.tool_choice is not None else profile.tool_choice_default
+    if final and choice in (None, "auto", "none"):
+        if not tools:
+            return ToolPlan(None, True, True)
+        choice = "required"  # a structured answer must end in the final-result tool, after any other tools
+    if choice == "required" and not profile.capabilities.tool_choice_required:
+        if len(tools) == 1 and not final:
+            return ToolPlan(tools[0].name, final, False)
+        offered = ", ".join(spec.name for spec in tools)
+        why = "a structured answer while also offering tools" if final else "a call to one of several tools"
+        raise CapabilityError(
+            f"this server cannot force {why} (it does not honour tool_choice='required'; offered: {offered}): "
+            "offer one tool, or name the tool to call with tool_choice"
+        )
+    return ToolPlan(choice, final, False)
+
+
 def build_request(
     request: ModelRequest, model: str, profile: ModelProfile, *, stream: bool
 ) -> tuple[dict[str, Any], WireContext]:
@@ -52,17 +105,25 @@ def build_request(
     Args:
         request: The request (messages exactly as sent, tools by real name).
         model: The provider's model id, e.g. ``"gpt-4o-mini"``.
-        profile: The model family's profile (system role, token-limit field, structured output).
-        stream: Ask for a server-sent-event stream (with usage in the last chunk).
+        profile: The model family's profile (system role, token-limit field, structured output, what the server
+            does about tools).
+        stream: Ask for a server-sent-event stream (with usage in the last chunk), where the profile allows it
+            for this request (the body's ``stream`` says what was asked).
 
     Returns:
         The body (a plain dict, ready to encode) and the context to read the response with.
+
+    Raises:
+        CapabilityError: see `plan_tools`.
     """
     catalog = catalog_for(request)
     ids = IdMap(strict=False)
     wire_name = catalog.wire
     wire_id = ids.wire
     system_role = profile.system_role
+    # llama.cpp's servers refuse null and a missing key on a message that only calls tools; "" is accepted by
+    # every server tested (and OpenAI's API treats it as no text). The log keeps its None.
+    empty_content = profile.tool_call_content
     messages: list[dict[str, Any]] = []
     append = messages.append
     for message in request.messages:
@@ -78,7 +139,7 @@ def build_request(
             append(
                 {
                     "role": "assistant",
-                    "content": content or None,
+                    "content": content or empty_content,
                     "tool_calls": [
                         {
                             "id": wire_id(call.id),
@@ -112,38 +173,38 @@ def build_request(
         }
         for spec in request.tools
     ]
-    choice = request.tool_choice
+    plan = plan_tools(request, profile)
     context = WireContext(catalog, ids)
     response_format = request.response_format
-    if response_format is not None:
-        if profile.capabilities.structured_output:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": response_format.name, "schema": plain(response_format.schema)},
+    if response_format is not None and not plan.final_tool:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": response_format.name, "schema": plain(response_format.schema)},
+        }
+    elif response_format is not None:
+        final = final_tool_name(tool["function"]["name"] for tool in tools)
+        context.final_tool = final
+        tools.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": final,
+                    "description": FINAL_TOOL_DESCRIPTION,
+                    "parameters": plain(response_format.schema),
+                },
             }
-        else:
-            final = final_tool_name(tool["function"]["name"] for tool in tools)
-            context.final_tool = final
-            tools.append(
-                {
-                    "type": "function",
-                    "function": {
-                        "name": final,
-                        "description": FINAL_TOOL_DESCRIPTION,
-                        "parameters": plain(response_format.schema),
-                    },
-                }
-            )
-            if choice in (None, "auto", "none"):
-                choice = final if len(tools) == 1 else "required"
+        )
     if tools:
         body["tools"] = tools
-        if choice is not None:
-            if choice in ("auto", "required", "none"):
-                body["tool_choice"] = choice
-            else:
-                name = choice if choice == context.final_tool else wire_name(choice)
-                body["tool_choice"] = {"type": "function", "function": {"name": name}}
+        context.wire_names = frozenset(tool["function"]["name"] for tool in tools)
+        choice = plan.choice
+        if plan.forced_final:
+            body["tool_choice"] = {"type": "function", "function": {"name": context.final_tool}}
+        elif choice in ("auto", "required", "none"):
+            body["tool_choice"] = choice
+        elif choice is not None:
+            body["tool_choice"] = {"type": "function", "function": {"name": wire_name(choice)}}
+        stream = stream and profile.streams_tools(named=plan.named)
     settings = request.settings
     if settings.max_tokens is not None:
         body[profile.max_tokens_field] = settings.max_tokens
@@ -329,21 +390,48 @@ class ChatStream(StreamReader):
         if delta.tool_calls:
             final = self._context.final_tool
             for fragment in delta.tool_calls:
-                index = fragment.index if fragment.index is not None else len(self._calls)
-                slot = self._calls.get(index)
-                if slot is None:
-                    slot = self._calls[index] = [None, "", []]
-                if fragment.id:
-                    slot[0] = fragment.id
+                slot = self._slot(fragment)
+                if fragment.id and not slot[0]:
+                    slot[0] = fragment.id  # the first id stands: some servers repeat it in every chunk
                 function = fragment.function
                 if function is not None:
                     if function.name:
-                        slot[1] += function.name
+                        self._take_name(slot, function.name)
                     if function.arguments:
                         slot[2].append(function.arguments)
                         if final is not None and slot[1] == final:
                             text = (text or "") + function.arguments
         return text or None
+
+    def _slot(self, fragment: _ToolCall) -> list[Any]:
+        """The call a fragment belongs to: by its ``index``; without one, by its id, else the call in progress."""
+        calls = self._calls
+        index = fragment.index
+        if index is None:
+            # Servers that leave the index out: a fragment with a new id starts a call, one with a known id
+            # continues that call, and one with neither continues the last call.
+            if fragment.id:
+                index = next((key for key, slot in calls.items() if slot[0] == fragment.id), None)
+            elif calls:
+                index = max(calls)
+            if index is None:
+                index = max(calls, default=-1) + 1
+        slot = calls.get(index)
+        if slot is None:
+            slot = calls[index] = [None, "", []]
+        return slot
+
+    def _take_name(self, slot: list[Any], name: str) -> None:
+        """Take a call's name once: servers such as llama-cpp-python's repeat it in every chunk.
+
+        A name that differs from one already taken is a continuation only while what was taken names no offered
+        tool, for a server that streams the name in pieces.
+        """
+        taken = slot[1]
+        if not taken:
+            slot[1] = name
+        elif name != taken and taken not in self._context.wire_names:
+            slot[1] = taken + name
 
     def finish(self) -> ModelResponse:
         """The complete response.

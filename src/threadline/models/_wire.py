@@ -136,8 +136,19 @@ def image_bytes(attachment: Attachment) -> bytes:
     """The bytes of an image attachment, with a clear error when there are none."""
     data = attachment.read_bytes()
     if data is None:
-        raise UserError(f"image attachment {attachment!r} has neither data, a path nor a url")
+        raise UserError(_no_data(attachment))
     return data
+
+
+def _no_data(attachment: Attachment) -> str:
+    label = attachment.name or attachment.path or "without a name"
+    if attachment.path is not None:
+        return (
+            f"image attachment {label!r} has no data, only the path it once came from; a path read back from a log "
+            "(loaded or imported) is never read, so that a log cannot upload local files: attach the file again "
+            "with Attachment.image(path)"
+        )
+    return f"image attachment {label!r} has neither data nor a url"
 
 
 def check_images(messages: Iterable[Message]) -> None:
@@ -148,8 +159,8 @@ def check_images(messages: Iterable[Message]) -> None:
         for attachment in message.attachments:
             if attachment.kind != "image":
                 continue
-            if attachment.url is None and attachment.data is None and attachment.path is None:
-                raise UserError("an image attachment needs data, a path or a url")
+            if attachment.url is None and attachment.data is None:
+                raise UserError(_no_data(attachment))
             if attachment.url is None and not (attachment.media_type or "").startswith("image/"):
                 raise UserError(
                     f"image attachment {attachment.name or ''!s} has an unknown media type "
@@ -164,14 +175,16 @@ class WireContext:
         catalog: Real tool names <-> wire names.
         ids: The log's tool-call ids <-> wire ids.
         final_tool: The wire name of the final-result tool, when structured output goes through a tool.
+        wire_names: The wire names of every tool offered (the final-result tool included).
     """
 
-    __slots__ = ("catalog", "final_tool", "ids")
+    __slots__ = ("catalog", "final_tool", "ids", "wire_names")
 
     def __init__(self, catalog: ToolCatalog, ids: IdMap, final_tool: str | None = None) -> None:
         self.catalog = catalog
         self.ids = ids
         self.final_tool = final_tool
+        self.wire_names: frozenset[str] = frozenset()
 
 
 def data_url(attachment: Attachment) -> str:

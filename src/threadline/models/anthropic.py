@@ -38,6 +38,8 @@ class AnthropicModel(HTTPModel):
         timeout: Default seconds to wait for a connection or the next bytes of an answer.
         max_retries: Default retries of retryable failures (``max_retries`` in the settings wins).
         retry_base_delay: First backoff delay in seconds; doubled for each further retry.
+        retry_time_limit: The longest one call keeps retrying, in seconds from its first failure; a server that
+            asks to wait longer (``retry-after``) gets a clear error at once. None: no limit.
     """
 
     _class_name = "AnthropicModel"

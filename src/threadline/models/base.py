@@ -42,7 +42,9 @@ class ModelCapabilities(msgspec.Struct, frozen=True):
         structured_output: Constrains output to a JSON schema natively.
         images: Accepts image attachments in user messages.
         context_length: Context window in tokens, when known.
-        tool_choice_required: Can be forced to call a tool.
+        tool_choice_required: Honours ``tool_choice="required"`` (call some tool). Without it, ``"required"``
+            with one tool offered is sent as that tool's name, and with several is refused (`CapabilityError`).
+            A choice naming one tool needs only ``tools``.
     """
 
     tools: bool = True
@@ -167,8 +169,12 @@ def check_capabilities(name: str, caps: ModelCapabilities, request: ModelRequest
     """The capability check shared by every model; raises before anything is sent."""
     if request.tools and not caps.tools:
         raise CapabilityError(f"model {name!r} does not support tools")
-    if request.tool_choice not in (None, "auto", "none") and not caps.tool_choice_required:
-        raise CapabilityError(f"model {name!r} cannot be forced to call a tool (tool_choice={request.tool_choice!r})")
+    if request.tool_choice == "required" and not caps.tool_choice_required and len(request.tools) > 1:
+        offered = ", ".join(spec.name for spec in request.tools)
+        raise CapabilityError(
+            f"model {name!r} cannot be made to call one of several tools (tool_choice='required'; offered: "
+            f"{offered}): name one tool with tool_choice, or offer only one"
+        )
     if request.response_format is not None and not (caps.structured_output or caps.tools):
         raise CapabilityError(f"model {name!r} supports neither JSON-schema output nor tools for structured output")
     if not caps.images and _has_images(request.messages):

@@ -1,8 +1,10 @@
 """`OpenAIModel`: OpenAI Chat Completions and every compatible server (vLLM, llama-server, Ollama, OpenRouter).
 
-Configured by ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``), or per model in
-code. Translation lives in `_openai_convert`, the transport and error mapping in `_http`, what both HTTP adapters
-share in `_adapter`; this module only says how OpenAI differs.
+Configured by ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``), and by
+``THREADLINE_OPENAI_SERVER`` for servers that differ from OpenAI's API in what they do with tools (see
+`threadline.models.profiles.server_options`), or per model in code. Translation lives in `_openai_convert`, the
+transport and error mapping in `_http`, what both HTTP adapters share in `_adapter`; this module only says how
+OpenAI differs.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._adapter import HTTPModel
-from ._openai_convert import ChatStream, build_request, parse_completion
+from ._openai_convert import ChatStream, build_request, parse_completion, plan_tools
 from .profiles import openai_profile
 
 if TYPE_CHECKING:
@@ -37,6 +39,11 @@ class OpenAIModel(HTTPModel):
         timeout: Default seconds to wait for a connection or the next bytes of an answer.
         max_retries: Default retries of retryable failures (``max_retries`` in the settings wins).
         retry_base_delay: First backoff delay in seconds; doubled for each further retry.
+        retry_time_limit: The longest one call keeps retrying, in seconds from its first failure; a server that
+            asks to wait longer (``Retry-After``) gets a clear error at once. None: no limit.
+        server: What the server does about tools, when it differs from OpenAI's API: a preset name
+            (``"llama-cpp-python"``), ``key=value`` options, or both (see
+            `threadline.models.profiles.server_options`); default ``THREADLINE_OPENAI_SERVER``.
     """
 
     _class_name = "OpenAIModel"
@@ -50,9 +57,13 @@ class OpenAIModel(HTTPModel):
     _auth_header = "Authorization"
     _auth_scheme = "Bearer "
     _compatible_servers = True
+    _server_env = "THREADLINE_OPENAI_SERVER"
 
     def _default_profile(self, model_id: str) -> ModelProfile:
         return openai_profile(model_id)
+
+    def _check_wire(self, request: ModelRequest) -> None:
+        plan_tools(request, self.profile)  # raises CapabilityError for a choice this server cannot honour
 
     def _translate(self, request: ModelRequest, stream: bool) -> Translation:
         body, context = build_request(request, self.model_id, self.profile, stream=stream)

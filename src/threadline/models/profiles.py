@@ -8,18 +8,38 @@ place where names are matched, by longest prefix.
 A name that matches no family gets a conservative profile: an unknown OpenAI-compatible model (Ollama, vLLM,
 llama-server) is assumed to take tools and stream but not images, and structured output goes through a forced
 final-result tool rather than ``response_format``. Pass ``capabilities=`` to the model's constructor to say more.
+
+A profile also says what the OpenAI adapter sends about tools, which is a property of the *server* rather than of
+the model family: the ``tool_choice`` sent when the caller sets none, whether requests that offer tools may be
+streamed, and the ``content`` of an assistant message that only calls tools. The defaults are exactly what
+OpenAI's own API expects. `SERVERS` names the presets of servers that differ (llama-cpp-python's server, tested in
+CI), and `with_server` applies a preset or single options, from ``server=`` or ``THREADLINE_OPENAI_SERVER``,
+whatever the base URL is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
+import msgspec
+
+from ..errors import UserError
 from .base import ModelCapabilities
 
-__all__ = ["ModelProfile", "anthropic_profile", "known_families", "openai_profile"]
+__all__ = [
+    "SERVERS",
+    "ModelProfile",
+    "ToolStreaming",
+    "anthropic_profile",
+    "known_families",
+    "openai_profile",
+    "server_options",
+]
 
 SystemRole = Literal["system", "developer", "user"]
+ToolStreaming = Literal["all", "named", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +54,15 @@ class ModelProfile:
             ``"user"`` (models that refuse both).
         max_tokens_field: ``"max_tokens"`` or ``"max_completion_tokens"`` (OpenAI reasoning models).
         temperature: Whether the family accepts a ``temperature``; when not, a set temperature is left out.
+        tool_choice_default: The ``tool_choice`` sent with tools when the caller sets none. None leaves the field
+            out, as OpenAI's API expects (it means ``"auto"`` there); servers that ignore tools without it, such as
+            llama-cpp-python's, need ``"auto"``.
+        tool_streaming: Which requests that offer tools may be streamed: ``"all"``, only those that force one
+            tool by name (``"named"``), or ``"none"``. The others are sent unstreamed and their text arrives as
+            one piece: servers that cannot stream an automatic tool choice answer them with an error or nothing.
+        tool_call_content: The ``content`` sent on an assistant message that only calls tools. ``""`` is what
+            every server tested accepts (llama.cpp's servers refuse ``null`` and a missing key); None sends
+            ``null``. The log itself is never changed.
     """
 
     family: str
@@ -42,10 +71,35 @@ class ModelProfile:
     system_role: SystemRole = "system"
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     temperature: bool = True
+    tool_choice_default: str | None = None
+    tool_streaming: ToolStreaming = "all"
+    tool_call_content: str | None = ""
 
     def with_capabilities(self, capabilities: ModelCapabilities | None) -> ModelProfile:
         """This profile with other capabilities (a caller's override), or itself when None."""
         return self if capabilities is None else replace(self, capabilities=capabilities)
+
+    def with_server(self, spec: str | Mapping[str, Any] | None) -> ModelProfile:
+        """This profile as a server serves it: a preset name and/or options (see `server_options`).
+
+        Raises:
+            UserError: for an unknown preset, option or value.
+        """
+        if spec is None:
+            return self
+        options = server_options(spec)
+        if not options:
+            return self
+        required = options.pop("tool_choice_required", None)
+        profile = replace(self, **options)
+        if required is not None:
+            capabilities = msgspec.structs.replace(profile.capabilities, tool_choice_required=required)
+            profile = replace(profile, capabilities=capabilities)
+        return profile
+
+    def streams_tools(self, *, named: bool) -> bool:
+        """Whether a request that offers tools may be streamed (``named``: it forces one tool by name)."""
+        return self.tool_streaming == "all" or (self.tool_streaming == "named" and named)
 
 
 def _caps(
@@ -140,6 +194,78 @@ def openai_profile(model: str) -> ModelProfile:
 def anthropic_profile(model: str) -> ModelProfile:
     """The profile of an Anthropic model name, e.g. ``"claude-haiku-4-5"``."""
     return _match(model, _ANTHROPIC, _ANTHROPIC_FALLBACK)
+
+
+# -- servers ------------------------------------------------------------------------------------------------------
+
+SERVERS: dict[str, dict[str, Any]] = {
+    # OpenAI's own API, and the servers whose documentation says they take its requests as they are: vLLM,
+    # llama.cpp's C++ llama-server (with --jinja), Ollama, the LiteLLM proxy. The profile defaults already are this.
+    "openai": {},
+    # llama-cpp-python's server with --chat_format chatml-function-calling (tested in CI): it ignores tools unless
+    # tool_choice is "auto" or a name, answers "required" with HTTP 500, and cannot stream an automatic choice
+    # (a 500, or an empty stream); a named choice streams.
+    "llama-cpp-python": {"tool_choice_default": "auto", "tool_streaming": "named", "tool_choice_required": False},
+}
+"""Presets of what a server does about tools, by name (``server="llama-cpp-python"``)."""
+
+_OPTIONS: dict[str, dict[str, Any]] = {
+    "tool_choice_default": {"auto": "auto", "none": "none", "required": "required", "omit": None},
+    "tool_streaming": {"all": "all", "named": "named", "none": "none"},
+    "tool_call_content": {"empty": "", "null": None},
+    "tool_choice_required": {"true": True, "false": False},
+}
+
+
+def server_options(spec: str | Mapping[str, Any]) -> dict[str, Any]:
+    """The profile options a server spec stands for.
+
+    A spec is a preset name from `SERVERS`, ``key=value`` options, or both, separated by commas:
+    ``"llama-cpp-python"``, ``"tool_choice_default=auto,tool_streaming=named"``, ``"llama-cpp-python,
+    tool_call_content=null"``. Options: ``tool_choice_default`` (``auto``, ``none``, ``required``, ``omit``),
+    ``tool_streaming`` (``all``, ``named``, ``none``), ``tool_call_content`` (``empty``, ``null``),
+    ``tool_choice_required`` (``true``, ``false``). A mapping gives the options directly, with Python values.
+
+    Raises:
+        UserError: for an unknown preset, option or value.
+    """
+    if isinstance(spec, Mapping):
+        items: list[tuple[str, Any]] = list(spec.items())
+        options: dict[str, Any] = {}
+        for key, value in items:
+            choices = _option_choices(key)
+            if value not in choices.values():
+                raise UserError(f"server option {key}={value!r} is not one of {sorted(map(repr, choices.values()))}")
+            options[key] = value
+        return options
+    if not isinstance(spec, str):
+        raise UserError(f"a server spec must be a string or a mapping, got {type(spec).__name__}")
+    options = {}
+    for part in (piece.strip() for piece in spec.split(",")):
+        if not part:
+            continue
+        key, equals, value = part.partition("=")
+        key = key.strip()
+        if not equals:
+            preset = SERVERS.get(key.lower())
+            if preset is None:
+                known = ", ".join(sorted(SERVERS))
+                raise UserError(f"unknown server {key!r}: the presets are {known}, or give key=value options")
+            options.update(preset)
+            continue
+        choices = _option_choices(key)
+        word = value.strip().lower()
+        if word not in choices:
+            raise UserError(f"server option {key}={value.strip()!r} must be one of {', '.join(choices)}")
+        options[key] = choices[word]
+    return options
+
+
+def _option_choices(key: str) -> dict[str, Any]:
+    choices = _OPTIONS.get(key)
+    if choices is None:
+        raise UserError(f"unknown server option {key!r}: the options are {', '.join(_OPTIONS)}")
+    return choices
 
 
 def known_families() -> dict[str, tuple[ModelProfile, ...]]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from ._base import Answer, Close, Cut, Events, FakeServer, Hang, Recorded, Status, ToolUse
+from ._base import Answer, Close, Cut, Events, FakeServer, Hang, Recorded, Stall, Status, ToolUse
 from .anthropic import FakeAnthropic
-from .openai import FakeOpenAI
+from .openai import LLAMA_CPP_PYTHON, FakeOpenAI
 
 __all__ = [
+    "LLAMA_CPP_PYTHON",
     "Answer",
     "Close",
     "Cut",
@@ -16,6 +17,7 @@ __all__ = [
     "FakeServer",
     "Hang",
     "Recorded",
+    "Stall",
     "Status",
     "ToolUse",
 ]

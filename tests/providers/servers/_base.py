@@ -51,6 +51,16 @@ class Status:
 
 
 @dataclass(frozen=True)
+class Stall:
+    """Stream the first ``after`` events of ``answer``, then send nothing for ``seconds`` (a model still generating
+    when the client gives up, e.g. on Ctrl-C); the connection is then closed."""
+
+    answer: Answer
+    after: int
+    seconds: float = 120.0
+
+
+@dataclass(frozen=True)
 class Hang:
     """Accept the request and say nothing for ``seconds`` (a read timeout on the client)."""
 
@@ -203,6 +213,10 @@ class FakeServer:
     def error_body(self, status: int) -> Any:
         return {"error": {"message": f"fake error {status}"}}
 
+    def refuse(self, request: Recorded) -> Status | None:
+        """A server quirk that refuses this request whatever the script says (the script item is kept)."""
+        return None
+
     # -- HTTP -------------------------------------------------------------------------------------------------------
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connection = _Connection(writer, asyncio.current_task())  # type: ignore[arg-type]
@@ -226,7 +240,8 @@ class FakeServer:
                 if path != self.path:
                     await self._send_json(writer, 404, {"error": {"message": f"no route {path}"}})
                     continue
-                if not await self._respond(writer, request, self._next()):
+                refusal = self.refuse(request)
+                if not await self._respond(writer, request, refusal if refusal is not None else self._next()):
                     return
         except (ConnectionError, asyncio.CancelledError):
             return
@@ -250,6 +265,10 @@ class FakeServer:
         if isinstance(item, Events):
             await self._send_events(writer, list(item.events), None)
             return True
+        if isinstance(item, Stall):
+            await self._send_events(writer, self.render_events(item.answer, request), item.after)
+            await asyncio.sleep(item.seconds)
+            return False
         cut = item.after if isinstance(item, Cut) else None
         answer = item.answer if isinstance(item, Cut) else item
         assert isinstance(answer, Answer), f"cannot play {item!r}"

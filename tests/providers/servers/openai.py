@@ -5,17 +5,31 @@ The shapes follow the API reference: a ``chat.completion`` object with ``choices
 chunk with the role, content pieces, tool-call deltas (``index``, then ``id``, ``type``, ``function.name`` and empty
 ``arguments``, then argument fragments), a chunk with the ``finish_reason``, a usage chunk with empty ``choices``
 when ``stream_options.include_usage`` is set, and ``data: [DONE]``.
+
+``quirks`` makes it behave like OpenAI-compatible servers people run (each as llama-cpp-python's server does,
+checked against the real one, which the CI tests also run):
+
+- ``repeat_names``: every streamed tool-call chunk repeats the call's ``id``, ``type`` and ``function.name``;
+- ``index_less``: streamed tool-call chunks carry no ``index``;
+- ``reject_null_content``: HTTP 500 (a pydantic validation message) for an assistant message whose ``content`` is
+  null or missing;
+- ``tool_choice``: tools offered without ``tool_choice`` (or with ``"none"``) are ignored, so the answer is its
+  text alone; ``"required"`` is HTTP 500 with an empty message; ``"auto"`` cannot be streamed (HTTP 500).
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import replace
 from typing import Any
 
-from ._base import Answer, FakeServer, Recorded, chunks
+from ._base import Answer, FakeServer, Recorded, Status, chunks
 
 CREATED = 1_727_000_000
+
+LLAMA_CPP_PYTHON = frozenset({"repeat_names", "reject_null_content", "tool_choice"})
+"""The quirks of llama-cpp-python's server (``--chat_format chatml-function-calling``)."""
 
 
 def call_id(tool: Any) -> str:
@@ -28,9 +42,45 @@ class FakeOpenAI(FakeServer):
     path = "/v1/chat/completions"
     name = "openai"
 
+    def __init__(self, quirks: frozenset[str] | set[str] = frozenset()) -> None:
+        super().__init__()
+        unknown = set(quirks) - {"repeat_names", "index_less", "reject_null_content", "tool_choice"}
+        assert not unknown, f"unknown quirks {unknown}"
+        self.quirks = frozenset(quirks)
+
     @property
     def base_url(self) -> str:
         return f"{self.root}/v1"
+
+    def refuse(self, request: Recorded) -> Status | None:
+        body = request.json or {}
+        if "reject_null_content" in self.quirks:
+            for index, message in enumerate(body.get("messages") or ()):
+                if message.get("role") == "assistant" and not isinstance(message.get("content"), str):
+                    detail = (
+                        f"{{'type': 'string_type', 'loc': ('body', 'messages', {index}, "
+                        "'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid "
+                        f"string', 'input': {message.get('content')!r}}}"
+                    )
+                    return Status(
+                        500,
+                        {"error": {"message": f"7 validation errors:\n  {detail}", "type": "internal_server_error"}},
+                    )
+        if "tool_choice" in self.quirks and body.get("tools"):
+            choice = body.get("tool_choice")
+            if choice == "required":
+                return Status(500, {"error": {"message": "", "type": "internal_server_error"}})
+            if choice == "auto" and body.get("stream"):
+                message = "Automatic streaming tool choice is not supported"
+                return Status(500, {"error": {"message": message, "type": "internal_server_error"}})
+        return None
+
+    def _answer(self, answer: Answer, request: Recorded) -> Answer:
+        body = request.json or {}
+        if "tool_choice" in self.quirks and body.get("tool_choice") in (None, "none") and answer.tool_calls:
+            # This server only calls tools when told to: offered tools are ignored, the model just talks.
+            return replace(answer, tool_calls=(), text=answer.text or "I would call a tool, but I was not asked to.")
+        return answer
 
     def error_body(self, status: int) -> Any:
         kinds = {401: "invalid_request_error", 429: "requests", 500: "server_error", 503: "server_error"}
@@ -52,6 +102,7 @@ class FakeOpenAI(FakeServer):
 
     def render_json(self, answer: Answer, request: Recorded) -> Any:
         body = request.json or {}
+        answer = self._answer(answer, request)
         message: dict[str, Any] = {"role": "assistant", "content": answer.text or None, "refusal": None}
         if answer.tool_calls:
             message["tool_calls"] = [
@@ -84,6 +135,7 @@ class FakeOpenAI(FakeServer):
 
     def render_events(self, answer: Answer, request: Recorded) -> list[tuple[str | None, str]]:
         body = request.json or {}
+        answer = self._answer(answer, request)
         head = {
             "id": "chatcmpl-" + secrets.token_hex(8),
             "object": "chat.completion.chunk",
@@ -99,15 +151,18 @@ class FakeOpenAI(FakeServer):
         events = [chunk({"role": "assistant", "content": "", "refusal": None})]
         events += [chunk({"content": piece}) for piece in chunks(answer.text)]
         for index, tool in enumerate(answer.tool_calls):
-            first = {
-                "index": index,
-                "id": call_id(tool),
-                "type": "function",
-                "function": {"name": tool.name, "arguments": ""},
-            }
+            ident = call_id(tool)
+            position = {} if "index_less" in self.quirks else {"index": index}
+            if "repeat_names" in self.quirks:
+                # llama-cpp-python: no opening chunk; every fragment carries the id, the type and the whole name.
+                for piece in chunks(tool.arguments, 7) or [""]:
+                    fragment = {"id": ident, "type": "function", "function": {"name": tool.name, "arguments": piece}}
+                    events.append(chunk({"tool_calls": [{**position, **fragment}]}))
+                continue
+            first = {**position, "id": ident, "type": "function", "function": {"name": tool.name, "arguments": ""}}
             events.append(chunk({"tool_calls": [first]}))
             for piece in chunks(tool.arguments, 7):
-                events.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+                events.append(chunk({"tool_calls": [{**position, "function": {"arguments": piece}}]}))
         events.append(chunk({}, "tool_calls" if answer.tool_calls else "stop"))
         if (body.get("stream_options") or {}).get("include_usage"):
             usage = {

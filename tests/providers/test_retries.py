@@ -1,0 +1,106 @@
+"""Retries that do not multiply: the server's own word (``x-should-retry``), a proxy that already retried
+(LiteLLM's ``x-litellm-attempted-retries``), a retry time limit per call, and a ``Retry-After`` longer than that
+limit, which fails at once saying when to try again. Attempts are counted by the fake server."""
+
+from __future__ import annotations
+
+import pytest
+
+from threadline import llm
+from threadline.errors import ModelError
+
+from .conftest import Provider, make_openai
+from .servers import Answer, FakeOpenAI, Status
+
+QUESTION = "Tell me a story."
+
+
+async def fail(model: object, **settings: object) -> ModelError:
+    with pytest.raises(ModelError) as info:
+        await llm.model(model).request(QUESTION).prompt_async(**settings)  # type: ignore[arg-type]
+    return info.value
+
+
+async def test_a_server_that_says_do_not_retry_is_not_retried(provider: Provider) -> None:
+    provider.server.add(Status(500, headers=(("x-should-retry", "false"),)), Answer("never reached"))
+    error = await fail(provider.model, max_retries=3)
+    assert provider.server.count == 1
+    assert error.status == 500 and not error.retryable
+    assert "the server said not to retry" in str(error)
+
+
+async def test_a_server_that_says_retry_is_retried(openai_server: FakeOpenAI, openai_model: object) -> None:
+    body = {"error": {"message": "conflicting request, try again", "type": "invalid_request_error"}}
+    openai_server.add(Status(400, body=body, headers=(("x-should-retry", "true"),)), Answer("Once upon a time."))
+    assert await llm.model(openai_model).request(QUESTION).prompt_async() == "Once upon a time."  # type: ignore[arg-type]
+    assert openai_server.count == 2
+
+
+async def test_a_proxy_that_already_retried_is_not_retried_again(
+    openai_server: FakeOpenAI, openai_model: object
+) -> None:
+    # LiteLLM in front of a failing server: it retried 2 times itself; retrying that again multiplies the calls.
+    headers = (("x-litellm-attempted-retries", "2"), ("x-litellm-max-retries", "2"))
+    openai_server.add(Status(500, headers=headers), Answer("never reached"))
+    error = await fail(openai_model, max_retries=3)
+    assert openai_server.count == 1
+    assert "the proxy in front already retried 2 times" in str(error)
+    assert error.retryable  # trying again later may still work
+
+
+async def test_retries_stop_at_the_retry_time_limit(openai_server: FakeOpenAI) -> None:
+    # Backoff 0.3-0.4 s, then 0.6-0.8 s: the first wait fits in 0.5 s, the second does not.
+    model = make_openai(openai_server, retry_base_delay=0.4, retry_time_limit=0.5)
+    openai_server.add(*(Status(503) for _ in range(6)))
+    try:
+        error = await fail(model, max_retries=5)
+    finally:
+        await model.aclose()  # type: ignore[attr-defined]
+    assert openai_server.count == 2
+    assert "gave up after 2 attempts; the retry time limit of 0.5 s was reached" in str(error)
+
+
+@pytest.mark.parametrize("header", ["90", "http-date"])
+async def test_a_retry_after_longer_than_the_limit_fails_at_once_saying_when(provider: Provider, header: str) -> None:
+    import email.utils
+    import time
+
+    value = "90" if header == "90" else email.utils.formatdate(time.time() + 90, usegmt=True)
+    provider.server.add(Status(429, headers=(("Retry-After", value),)), Answer("too late"))
+    error = await fail(provider.model, max_retries=3)  # the limit is 60 s by default
+    assert provider.server.count == 1  # not a quick retry the server asked us not to make
+    assert error.type == "rate_limit" and error.retryable
+    message = str(error)
+    assert "asked to wait" in message and "try again after" in message and "UTC" in message
+    assert "retry time limit of 60 s" in message
+
+
+async def test_a_retry_after_within_the_limit_is_honoured_even_over_a_minute() -> None:
+    from threadline.models._http import Endpoint
+
+    endpoint = Endpoint(
+        provider="OpenAI",
+        url="http://127.0.0.1:9/v1/chat/completions",
+        headers={},
+        secrets=(),
+        auth_hint="",
+        timeout=5,
+        max_retries=2,
+        retry_base_delay=0.5,
+        retry_time_limit=300,
+    )
+    assert endpoint._delay(0, 90.0) == 90.0  # once capped at 60 s, and a quick backoff retry took its place
+    assert endpoint._delay(0, None) <= 0.5
+
+
+async def test_the_limit_counts_from_the_first_failure_and_a_wait_that_fits_is_made(
+    openai_server: FakeOpenAI,
+) -> None:
+    model = make_openai(openai_server, retry_time_limit=5)
+    openai_server.add(Status(429, headers=(("Retry-After", "1"),)), Answer("after a second"))
+    try:
+        assert await llm.model(model).request(QUESTION).prompt_async() == "after a second"
+    finally:
+        await model.aclose()
+    first, second = openai_server.requests
+    assert second.at - first.at >= 0.9
