@@ -3,6 +3,10 @@
 A ULID is 48 bits of milliseconds followed by 80 random bits, written as 26 Crockford base32 characters, so ids
 sort by creation time. Within one millisecond the random part is incremented, so ids made by one process are
 strictly increasing: the log's order and the ids' order agree.
+
+A forked child inherits that state, so parent and child would mint the same ids within the same millisecond (and a
+store, idempotent on message id, would keep only one of two different messages): the child moves its random part
+on by a random jump as it starts (``os.register_at_fork``), staying above every id it inherited.
 """
 
 from __future__ import annotations
@@ -43,3 +47,16 @@ def new_id() -> str:
     value = (ms << 80) | rand
     # 128 bits as 26 base32 digits (130 bits): the first digit holds the top 3 bits, as the ULID spec says.
     return "".join([_PAIRS[(value >> shift) & 0x3FF] for shift in _SHIFTS])
+
+
+def _reseed_after_fork() -> None:
+    """Run in a forked child: part from the parent's sequence, and drop a lock another thread may have held."""
+    global _lock, _last_rand
+    _lock = threading.Lock()
+    # The parent goes on by one per id, a few thousand per millisecond at most; a jump of 2**40 to 2**41 leaves it
+    # far behind, and two children forked from one state draw different jumps (2**40 values).
+    _last_rand += (1 << 40) | int.from_bytes(os.urandom(5), "big")
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; where there is no fork there is nothing to part from.
+    os.register_at_fork(after_in_child=_reseed_after_fork)

@@ -5,6 +5,11 @@ structs tagged by ``role``, so a whole log encodes and decodes in one pass (see 
 
 Memory matters here (a server may hold thousands of conversations), so the structs skip the cyclic GC header
 and every message without metadata shares one read-only default `MessageMeta`.
+
+Every message is made through its constructor or its decoder, and both run ``__post_init__``: that is where the
+log's text rule is applied, once for every path (constructors, the readers of every format, the turn engine, tool
+results). Lone surrogates in any text become U+FFFD (see `threadline._text`) and ``created_at`` is moved to UTC, so
+whatever is in a `MessageList` can always be written as JSON and to every store.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Annotated, Any, Literal, SupportsIndex, TypeAlias, overload
 import msgspec
 
 from ._ids import new_id
+from ._text import MAX_NESTING, replace_surrogates, replace_surrogates_in
 from .errors import ProtocolError
 
 __all__ = [
@@ -42,11 +48,51 @@ __all__ = [
 ]
 
 Mode: TypeAlias = Literal["chat", "agent", "run"]
+_json_encode = msgspec.json.encode
+
+
+def _shallow_ascii(data: bytes) -> bool:
+    """Whether encoded JSON is ASCII (so its strings hold no surrogates) and has too few brackets to nest past
+    `MAX_NESTING` (an upper bound of its depth, counted in C)."""
+    return data.isascii() and data.count(b"[") + data.count(b"{") < MAX_NESTING
+
+
 UtcDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _text(value: Any) -> Any:
+    """A text field under the log's rule (lone surrogates -> U+FFFD); anything that is not a string is left for the
+    engine's checks to refuse."""
+    return replace_surrogates(value) if isinstance(value, str) else value
+
+
+def _utc(value: Any) -> Any:
+    """``created_at`` in UTC (a naive datetime is taken as UTC already), so it can always be written and compared.
+
+    Raises:
+        ValueError: for a time that has no UTC equivalent (e.g. ``9999-12-31T23:59:59-01:00``).
+    """
+    if not isinstance(value, datetime):
+        return value
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"created_at {value.isoformat()} is outside the range of UTC times") from None
+
+
+def _clean_meta(meta: MessageMeta) -> MessageMeta:
+    ids = (meta.run_id, meta.node_id, meta.agent_id)
+    cleaned = tuple(_text(value) for value in ids)
+    ui = replace_surrogates_in(meta.ui)
+    if ui is meta.ui and all(new is old for new, old in zip(cleaned, ids, strict=True)):
+        return meta
+    return msgspec.structs.replace(meta, run_id=cleaned[0], node_id=cleaned[1], agent_id=cleaned[2], ui=ui)
 
 
 class _ReadOnlyDict(dict[str, Any]):
@@ -127,7 +173,25 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     raw_arguments: str | None = None
 
     def __post_init__(self) -> None:
-        self.name = _shared(self.name)
+        name, arguments = self.name, self.arguments
+        try:
+            # Arguments encoded by msgspec (C, faster than walking them in Python) are ASCII only when every string
+            # in them is; anything else (non-ASCII text, values that are not JSON) takes the full path.
+            plain = (
+                name.isascii()
+                and self.id.isascii()
+                and self.raw_arguments is None
+                and (not arguments or _shallow_ascii(_json_encode(arguments)))
+            )
+        except Exception:
+            plain = False
+        if not plain:
+            name = _text(name)
+            self.id = _text(self.id)
+            if isinstance(arguments, dict):
+                self.arguments = replace_surrogates_in(arguments)
+            self.raw_arguments = _text(self.raw_arguments)
+        self.name = _shared(name)
 
 
 class LLMError(msgspec.Struct, kw_only=True, gc=False):
@@ -136,6 +200,10 @@ class LLMError(msgspec.Struct, kw_only=True, gc=False):
     type: str
     message: str
     retryable: bool = False
+
+    def __post_init__(self) -> None:
+        self.type = _text(self.type)
+        self.message = _text(self.message)
 
 
 class Usage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
@@ -165,15 +233,25 @@ class Attachment:
     so far in a conversation are offered to the model. Only ``ref`` is saved; after a reload,
     ``conversation.attach(ref, obj)`` binds the object again.
 
+    Files are read when the attachment is made by the caller's own call (``Attachment.image(path)``,
+    ``Attachment("image", path=…)``), so the log holds the bytes. An attachment read back from a log (a store, an
+    imported file) is never read from disk: one that kept only its ``path`` has no data, and a provider refuses
+    to send it with a clear error, so an imported log cannot make threadline upload a local file.
+
     Args:
         kind: ``"image"``, ``"mention"`` or ``"file"``.
         ref: A stable reference (required for mentions).
         object: The live object of a mention; never serialized.
         data: Raw bytes (images, files).
-        path: A local path to read the bytes from when ``data`` is not given.
+        path: A local file to read the bytes from, now, when ``data`` is not given (images, files); kept as a
+            record of where they came from.
         url: A remote URL (images).
         media_type: MIME type, e.g. ``"image/png"``; guessed from ``path`` when omitted.
         name: A display name.
+
+    Raises:
+        ValueError: for an unknown kind, or a mention without a ref.
+        OSError: when ``path`` cannot be read.
     """
 
     __slots__ = ("data", "kind", "media_type", "name", "object", "path", "ref", "url")
@@ -190,12 +268,24 @@ class Attachment:
         media_type: str | None = None,
         name: str | None = None,
     ) -> None:
-        if kind not in ("image", "mention", "file"):
-            raise ValueError(f"unknown attachment kind {kind!r}: expected 'image', 'mention' or 'file'")
-        if kind == "mention" and not ref:
-            raise ValueError("a mention attachment needs a ref")
+        _check_kind(kind, ref)
+        if data is None and path is not None and kind != "mention":
+            data = Path(path).read_bytes()  # the caller's own call: read now, never later from a log
+        self._set(kind, ref, object, data, path, url, media_type, name)
+
+    def _set(
+        self,
+        kind: AttachmentKind,
+        ref: str | None,
+        object: Any,
+        data: bytes | None,
+        path: str | Path | None,
+        url: str | None,
+        media_type: str | None,
+        name: str | None,
+    ) -> None:
         if media_type is None and path is not None:
-            media_type = mimetypes.guess_type(path)[0]
+            media_type = mimetypes.guess_type(str(path))[0]
         self.kind: AttachmentKind = kind
         self.ref = ref
         self.object = object
@@ -226,12 +316,8 @@ class Attachment:
         return cls("mention", ref=ref, object=obj)
 
     def read_bytes(self) -> bytes | None:
-        """The attachment's bytes: ``data``, else the file at ``path``, else None."""
-        if self.data is not None:
-            return self.data
-        if self.path is not None:
-            return Path(self.path).read_bytes()
-        return None
+        """The attachment's bytes (read when it was made from a path), or None. Never reads a file."""
+        return self.data
 
     def to_dict(self) -> dict[str, Any]:
         """The serializable form: every set field except the live ``object``; bytes as base64."""
@@ -260,15 +346,21 @@ class Attachment:
             decoded = base64.b64decode(raw, validate=True) if raw is not None else None
         except ValueError as exc:
             raise ValueError("attachment field 'data' is not valid base64") from exc
-        return cls(
-            data.get("kind"),  # type: ignore[arg-type]
-            ref=data.get("ref"),
-            path=data.get("path"),
-            url=data.get("url"),
-            media_type=data.get("media_type"),
-            name=data.get("name"),
-            data=decoded,
+        kind = data.get("kind")
+        _check_kind(kind, data.get("ref"))
+        # Read back from a log: a path is only a record, never a file to read (see the class docstring).
+        attachment = cls.__new__(cls)
+        attachment._set(
+            kind,  # type: ignore[arg-type]
+            data.get("ref"),
+            None,
+            decoded,
+            data.get("path"),
+            data.get("url"),
+            data.get("media_type"),
+            data.get("name"),
         )
+        return attachment
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Attachment):
@@ -281,6 +373,21 @@ class Attachment:
         fields = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items() if k != "data")
         size = f", data=<{len(self.data)} bytes>" if self.data is not None else ""
         return f"Attachment({fields}{size})"
+
+
+def _check_kind(kind: object, ref: object) -> None:
+    if kind not in ("image", "mention", "file"):
+        raise ValueError(f"unknown attachment kind {kind!r}: expected 'image', 'mention' or 'file'")
+    if kind == "mention" and not ref:
+        raise ValueError("a mention attachment needs a ref")
+
+
+def _clean_attachment(attachment: Attachment) -> None:
+    """The text rule for an attachment's text fields (its bytes and live object are not text)."""
+    for key in ("ref", "path", "url", "media_type", "name"):
+        value = getattr(attachment, key)
+        if isinstance(value, str) and not value.isascii():
+            setattr(attachment, key, replace_surrogates(value))
 
 
 def _sniff_image(data: bytes) -> str | None:
@@ -303,16 +410,43 @@ class _BaseMessage(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
     meta: MessageMeta = DEFAULT_META
     """Context and UI metadata."""
 
+    def _clean_common(self) -> None:
+        """The text rule for the fields every message has (see the module docstring)."""
+        self.id = _text(self.id)
+        self.created_at = _utc(self.created_at)
+        if self.meta is not DEFAULT_META and isinstance(self.meta, MessageMeta):
+            self.meta = _clean_meta(self.meta)
+
     @property
     def role(self) -> str:
         """``"system"``, ``"user"``, ``"assistant"`` or ``"tool"`` (the tag written in the JSON form)."""
         return self.__struct_config__.tag  # type: ignore[return-value]
 
 
+# Each ``__post_init__`` below runs for every message made or decoded (10,000 per log read), so it first checks, in
+# one expression, the case of almost every message: ASCII text, a UTC time, the default meta. Only a message that
+# fails that check pays for the full rule; an AttributeError there means a field is not a string, which the full
+# path leaves alone for the engine's own checks to report.
+
+
 class SystemMessage(_BaseMessage, tag="system"):
     """An instruction in the log (e.g. from ``.agent(text)``); the per-request system prefix is never stored."""
 
     content: str
+
+    def __post_init__(self) -> None:
+        try:
+            plain = (
+                self.meta is DEFAULT_META
+                and self.created_at.tzinfo is UTC
+                and self.id.isascii()
+                and self.content.isascii()
+            )
+        except AttributeError:
+            plain = False
+        if not plain:
+            self._clean_common()
+            self.content = _text(self.content)
 
 
 class UserMessage(_BaseMessage, tag="user"):
@@ -322,8 +456,25 @@ class UserMessage(_BaseMessage, tag="user"):
     attachments: list[Attachment] = NO_ITEMS
 
     def __post_init__(self) -> None:
-        if not self.attachments and self.attachments is not NO_ITEMS:
-            self.attachments = NO_ITEMS
+        try:
+            plain = (
+                self.meta is DEFAULT_META
+                and self.created_at.tzinfo is UTC
+                and self.id.isascii()
+                and self.content.isascii()
+            )
+        except AttributeError:
+            plain = False
+        if not plain:
+            self._clean_common()
+            self.content = _text(self.content)
+        attachments = self.attachments
+        if attachments is not NO_ITEMS:
+            if not attachments:
+                self.attachments = NO_ITEMS
+            for attachment in attachments:
+                if isinstance(attachment, Attachment):
+                    _clean_attachment(attachment)
 
 
 class AssistantMessage(_BaseMessage, tag="assistant"):
@@ -336,11 +487,26 @@ class AssistantMessage(_BaseMessage, tag="assistant"):
     usage: Usage | None = None
 
     def __post_init__(self) -> None:
+        content, model = self.content, self.model
+        try:
+            plain = (
+                self.meta is DEFAULT_META
+                and self.created_at.tzinfo is UTC
+                and self.id.isascii()
+                and (content is None or content.isascii())
+                and (model is None or model.isascii())
+            )
+        except AttributeError:
+            plain = False
+        if not plain:
+            self._clean_common()
+            self.content = _text(content)
+            model = _text(model)
         # Memory: most assistant messages have no tool calls and share one empty list; model names repeat.
         if not self.tool_calls and self.tool_calls is not NO_ITEMS:
             self.tool_calls = NO_ITEMS
-        if self.model is not None:
-            self.model = _shared(self.model)
+        if model is not None:
+            self.model = _shared(model)
 
 
 class ToolMessage(_BaseMessage, tag="tool"):
@@ -353,7 +519,24 @@ class ToolMessage(_BaseMessage, tag="tool"):
     duration_ms: float | None = None
 
     def __post_init__(self) -> None:
-        self.tool_name = _shared(self.tool_name)
+        name = self.tool_name
+        try:
+            plain = (
+                self.meta is DEFAULT_META
+                and self.created_at.tzinfo is UTC
+                and self.id.isascii()
+                and self.content.isascii()
+                and self.tool_call_id.isascii()
+                and name.isascii()
+            )
+        except AttributeError:
+            plain = False
+        if not plain:
+            self._clean_common()
+            self.tool_call_id = _text(self.tool_call_id)
+            self.content = _text(self.content)
+            name = _text(name)
+        self.tool_name = _shared(name)
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
@@ -456,9 +639,10 @@ class MessageList:
     def validate(self) -> None:
         """Check the tool-call protocol.
 
-        Every tool result answers a call of an earlier assistant message with the same id, at most once, and the
-        results of one assistant message come before the next assistant or user message. A log may end with
-        unanswered calls (a crash mid-loop); the loop and the context builder repair that before sending.
+        No two messages share an id. Every tool result answers a call of an earlier assistant message with the same
+        id, at most once, and the results of one assistant message come before the next assistant or user message.
+        A log may end with unanswered calls (a crash mid-loop); the loop and the context builder repair that before
+        sending.
 
         Raises:
             ProtocolError: naming the index of the first offending message and the rule.
@@ -525,7 +709,16 @@ def validate_messages(items: Iterable[Message]) -> None:
     """The protocol check behind `MessageList.validate`, for any sequence of messages."""
     pending: dict[str, int] = {}  # call id -> index of the assistant message that made it
     answered: set[str] = set()
+    seen: dict[str, int] = {}  # message id -> index of the message that has it
     for index, message in enumerate(items):
+        if message.id in seen:
+            raise ProtocolError(
+                f"message id {message.id!r} is already the id of message {seen[message.id]} "
+                "(stores keep one message per id)",
+                index=index,
+                rule="duplicate_message_id",
+            )
+        seen[message.id] = index
         if isinstance(message, ToolMessage):
             call_id = message.tool_call_id
             if call_id in pending:

@@ -12,6 +12,9 @@ Also read, converting losslessly:
 - a bare list of OpenAI chat messages (``role``, ``content``, ``tool_calls``, ``tool_call_id``).
 
 Every reader either returns a whole log or raises `MessageListDeserializationError` naming the position and field.
+What a reader returns can always be written back: text follows the log's rule (lone surrogates become U+FFFD, see
+`threadline._text`), times are in UTC, values nest at most `threadline._text.MAX_NESTING` deep, and no two messages
+share an id (stores key messages by id, so a duplicate would be dropped or refused there).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -76,7 +80,23 @@ _messages_decoder = msgspec.json.Decoder(list[Message], dec_hook=_dec_hook)
 
 def encode_message(message: Message) -> bytes:
     """One message as JSON bytes (the same form it has inside a version-2.0 document); what stores keep per row."""
-    return _encoder.encode(message)
+    try:
+        return _encoder.encode(message)
+    except UnicodeEncodeError:
+        _apply_text_rule(message)
+        return _encoder.encode(message)
+
+
+def _apply_text_rule(message: Message) -> None:
+    """Apply the log's text rule again to a message whose text was changed after it was made (an attribute set, a
+    ``msgspec.structs.replace``), which its constructor never saw: the message is fixed in place, so what is kept in
+    memory and what is written stay the same."""
+    message.__post_init__()
+    if isinstance(message, AssistantMessage):
+        for call in message.tool_calls:
+            call.__post_init__()
+        if message.error is not None:
+            message.error.__post_init__()
 
 
 def decode_message(data: bytes | str) -> Message:
@@ -107,7 +127,12 @@ def decode_messages(rows: list[bytes]) -> list[Message]:
 
 def dump_json(messages: list[Message]) -> bytes:
     """Encode messages as version-2.0 JSON bytes."""
-    return _encoder.encode(_Document(version=FORMAT_VERSION, messages=messages))
+    try:
+        return _encoder.encode(_Document(version=FORMAT_VERSION, messages=messages))
+    except UnicodeEncodeError:
+        for message in messages:
+            _apply_text_rule(message)
+        return _encoder.encode(_Document(version=FORMAT_VERSION, messages=messages))
 
 
 def dump_dict(messages: list[Message]) -> dict[str, Any]:
@@ -129,19 +154,65 @@ def load_json(text: str | bytes) -> list[Message]:
         pass
     else:
         if document.version == FORMAT_VERSION:
-            return document.messages
+            return _unique_ids(document.messages)
     try:
         data = msgspec.json.decode(text)
-    except (msgspec.DecodeError, UnicodeError) as exc:
-        # UnicodeError: a str holding lone surrogates cannot be UTF-8, so it is not JSON text either.
+    except msgspec.DecodeError as exc:
+        if "surrogate" not in str(exc):
+            raise MessageListDeserializationError(f"not valid JSON: {exc}") from None
+        data = _decode_with_lone_surrogates(text)
+    except UnicodeError as exc:
+        # A str holding lone surrogate characters cannot be UTF-8, so it is not JSON text (the escape "\ud800" is).
         raise MessageListDeserializationError(f"not valid JSON: {exc}") from None
     except RecursionError:
         raise MessageListDeserializationError("not valid JSON for a log: nested too deeply") from None
     return load_data(data)
 
 
+def _decode_with_lone_surrogates(text: str | bytes | bytearray | memoryview) -> Any:
+    """Decode JSON holding ``"\ud800"``-style escapes of lone surrogates, which msgspec refuses but the JSON grammar
+    allows (other programs write them for file names that are not UTF-8); the strings they give are then read under
+    the log's rule (U+FFFD) by the message constructors."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not a JSON value")
+
+    try:
+        return json.loads(bytes(text) if isinstance(text, (bytearray, memoryview)) else text, parse_constant=refuse)
+    except ValueError as exc:
+        raise MessageListDeserializationError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise MessageListDeserializationError("not valid JSON for a log: nested too deeply") from None
+
+
 def load_data(data: Any) -> list[Message]:
     """Read decoded JSON data (dict or list) in any supported format."""
+    return _unique_ids(_load_data(data))
+
+
+def _unique_ids(messages: list[Message]) -> list[Message]:
+    """The messages, if no two share an id.
+
+    Raises:
+        MessageListDeserializationError: naming the second message with a repeated id.
+    """
+    ids = {message.id for message in messages}
+    if len(ids) == len(messages):
+        return messages
+    first: dict[str, int] = {}
+    for position, message in enumerate(messages):
+        if message.id in first:
+            raise MessageListDeserializationError(
+                f"messages[{position}].id: {message.id!r} is already the id of messages[{first[message.id]}] "
+                "(every message needs its own id)",
+                position=position,
+                field="id",
+            )
+        first[message.id] = position
+    return messages  # pragma: no cover - the set above says a repeat exists
+
+
+def _load_data(data: Any) -> list[Message]:
     if isinstance(data, list):
         return _read_openai(data)
     if not isinstance(data, Mapping):
@@ -236,50 +307,65 @@ def _read_fluent_v1(items: Any) -> list[Message]:
         raise MessageListDeserializationError(f"field 'messages' must be a list, got {_kind(items)}", field="messages")
     out: list[Message] = []
     for position, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise MessageListDeserializationError(
-                f"messages[{position}]: expected an object, got {_kind(item)}", position=position
-            )
-        kind = _require(item, "type", str, position)
-        if kind == "TextMessage":
-            text = _require(item, "text", str, position)
-            role = _require(item, "role", str, position)
-            if role == "user":
-                out.append(UserMessage(content=text))
-            elif role == "assistant":
-                out.append(AssistantMessage(content=text))
-            elif role == "system":
-                out.append(SystemMessage(content=text))
-            else:
-                raise MessageListDeserializationError(
-                    f"messages[{position}].role: unknown role {role!r}", position=position, field="role"
-                )
-        elif kind == "AgentMessage":
-            out.append(SystemMessage(content=_require(item, "text", str, position)))
-        elif kind == "ToolCallMessage":
-            text = _require(item, "message", str, position, optional=True)
-            name = _require(item, "tool_name", str, position)
-            call_id = _require(item, "tool_call_id", str, position)
-            arguments = _require(item, "arguments", dict, position, optional=True) or {}
-            error = item.get("error")
-            call = ToolCall(id=call_id, name=name, arguments=dict(arguments))
-            out.append(AssistantMessage(content=text or None, tool_calls=[call]))
-            if error is not None:
-                out.append(
-                    ToolMessage(tool_call_id=call_id, tool_name=name, content=_encode_result(error), is_error=True)
-                )
-            else:
-                out.append(
-                    ToolMessage(tool_call_id=call_id, tool_name=name, content=_encode_result(item.get("result")))
-                )
+        with _at(position):
+            _read_fluent_item(item, position, out)
+    return out
+
+
+@contextmanager
+def _at(position: int) -> Iterator[None]:
+    """Turns what a message's constructor refuses (a value nested too deeply, a time with no UTC equivalent) into
+    `MessageListDeserializationError` at ``position``."""
+    try:
+        yield
+    except MessageListDeserializationError:
+        raise
+    except ValueError as exc:
+        raise MessageListDeserializationError(f"messages[{position}]: {exc}", position=position) from None
+    except RecursionError:
+        raise MessageListDeserializationError(f"messages[{position}]: nested too deeply", position=position) from None
+
+
+def _read_fluent_item(item: Any, position: int, out: list[Message]) -> None:
+    if not isinstance(item, Mapping):
+        raise MessageListDeserializationError(
+            f"messages[{position}]: expected an object, got {_kind(item)}", position=position
+        )
+    kind = _require(item, "type", str, position)
+    if kind == "TextMessage":
+        text = _require(item, "text", str, position)
+        role = _require(item, "role", str, position)
+        if role == "user":
+            out.append(UserMessage(content=text))
+        elif role == "assistant":
+            out.append(AssistantMessage(content=text))
+        elif role == "system":
+            out.append(SystemMessage(content=text))
         else:
             raise MessageListDeserializationError(
-                f"messages[{position}].type: unknown message type {kind!r} "
-                "(version 1.0 has TextMessage, AgentMessage, ToolCallMessage)",
-                position=position,
-                field="type",
+                f"messages[{position}].role: unknown role {role!r}", position=position, field="role"
             )
-    return out
+    elif kind == "AgentMessage":
+        out.append(SystemMessage(content=_require(item, "text", str, position)))
+    elif kind == "ToolCallMessage":
+        text = _require(item, "message", str, position, optional=True)
+        name = _require(item, "tool_name", str, position)
+        call_id = _require(item, "tool_call_id", str, position)
+        arguments = _require(item, "arguments", dict, position, optional=True) or {}
+        error = item.get("error")
+        call = ToolCall(id=call_id, name=name, arguments=dict(arguments))
+        out.append(AssistantMessage(content=text or None, tool_calls=[call]))
+        if error is not None:
+            out.append(ToolMessage(tool_call_id=call_id, tool_name=name, content=_encode_result(error), is_error=True))
+        else:
+            out.append(ToolMessage(tool_call_id=call_id, tool_name=name, content=_encode_result(item.get("result"))))
+    else:
+        raise MessageListDeserializationError(
+            f"messages[{position}].type: unknown message type {kind!r} "
+            "(version 1.0 has TextMessage, AgentMessage, ToolCallMessage)",
+            position=position,
+            field="type",
+        )
 
 
 def _openai_content(item: Mapping[str, Any], position: int) -> tuple[str | None, list[Attachment]]:
@@ -333,35 +419,36 @@ def _read_openai(items: list[Any]) -> list[Message]:
     out: list[Message] = []
     names: dict[str, str] = {}
     for position, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise MessageListDeserializationError(
-                f"messages[{position}]: expected an object, got {_kind(item)}", position=position
-            )
-        role = _require(item, "role", str, position)
-        if role in ("system", "developer"):
-            text, _ = _openai_content(item, position)
-            out.append(SystemMessage(content=text or ""))
-        elif role == "user":
-            text, attachments = _openai_content(item, position)
-            out.append(UserMessage(content=text or "", attachments=attachments))
-        elif role == "assistant":
-            text, _ = _openai_content(item, position)
-            calls = _require(item, "tool_calls", list, position, optional=True) or []
-            tool_calls = [_openai_call(call, position, index) for index, call in enumerate(calls)]
-            for call in tool_calls:
-                names[call.id] = call.name
-            out.append(AssistantMessage(content=text, tool_calls=tool_calls))
-        elif role == "tool":
-            call_id = _require(item, "tool_call_id", str, position)
-            text, _ = _openai_content(item, position)
-            name = names.get(call_id) or item.get("name")
-            if not isinstance(name, str):
-                name = "unknown"
-            out.append(ToolMessage(tool_call_id=call_id, tool_name=name, content=text or ""))
-        else:
-            raise MessageListDeserializationError(
-                f"messages[{position}].role: unknown role {role!r}", position=position, field="role"
-            )
+        with _at(position):
+            if not isinstance(item, Mapping):
+                raise MessageListDeserializationError(
+                    f"messages[{position}]: expected an object, got {_kind(item)}", position=position
+                )
+            role = _require(item, "role", str, position)
+            if role in ("system", "developer"):
+                text, _ = _openai_content(item, position)
+                out.append(SystemMessage(content=text or ""))
+            elif role == "user":
+                text, attachments = _openai_content(item, position)
+                out.append(UserMessage(content=text or "", attachments=attachments))
+            elif role == "assistant":
+                text, _ = _openai_content(item, position)
+                calls = _require(item, "tool_calls", list, position, optional=True) or []
+                tool_calls = [_openai_call(call, position, index) for index, call in enumerate(calls)]
+                for call in tool_calls:
+                    names[call.id] = call.name
+                out.append(AssistantMessage(content=text, tool_calls=tool_calls))
+            elif role == "tool":
+                call_id = _require(item, "tool_call_id", str, position)
+                text, _ = _openai_content(item, position)
+                name = names.get(call_id) or item.get("name")
+                if not isinstance(name, str):
+                    name = "unknown"
+                out.append(ToolMessage(tool_call_id=call_id, tool_name=name, content=text or ""))
+            else:
+                raise MessageListDeserializationError(
+                    f"messages[{position}].role: unknown role {role!r}", position=position, field="role"
+                )
     return out
 
 
@@ -391,6 +478,9 @@ def _openai_call(call: Any, position: int, index: int) -> ToolCall:
     except (ValueError, RecursionError):  # RecursionError: arguments nested too deeply to parse
         arguments = None
     if isinstance(arguments, dict):
-        return ToolCall(id=call_id, name=function["name"], arguments=arguments)
+        try:
+            return ToolCall(id=call_id, name=function["name"], arguments=arguments)
+        except ValueError:
+            pass  # Nested too deeply to keep as a value (see threadline._text.MAX_NESTING): kept as text below.
     # Kept verbatim: the log shows what the model sent, and the loop answers it with an error result.
     return ToolCall(id=call_id, name=function["name"], arguments={}, raw_arguments=raw)

@@ -312,3 +312,11 @@ def test_names_may_be_str_subclasses() -> None:
     assert call.name == "Notes.add" and result.tool_name == "Notes.add"
     assert AssistantMessage(model=Name.NOTES).model == "Notes.add"
     MessageList([user("q"), AssistantMessage(tool_calls=[call]), result]).validate()
+
+
+def test_two_messages_with_one_id_break_the_protocol() -> None:
+    call = _assistant_calls("c1")
+    result = ToolMessage(id=call.id, tool_call_id="c1", tool_name="f", content="ok")
+    with pytest.raises(ProtocolError, match="already the id of message 1") as info:
+        MessageList([user("q"), call, result]).validate()
+    assert info.value.index == 2 and info.value.rule == "duplicate_message_id"

@@ -578,3 +578,13 @@ def test_an_error_in_a_late_message_returns_nothing_partial() -> None:
 def test_deserialization_error_is_a_value_error() -> None:
     with pytest.raises(ValueError):
         MessageList.from_json("{")
+
+
+def test_a_document_repeating_a_message_id_is_refused_by_every_reader() -> None:
+    call = {"role": "assistant", "id": "m2", "tool_calls": [{"id": "c1", "name": "f", "arguments": {}}]}
+    result = {"role": "tool", "id": "m2", "tool_call_id": "c1", "tool_name": "f", "content": "ok"}
+    document = {"version": "2.0", "messages": [{"role": "user", "id": "m1", "content": "q"}, call, result]}
+    for read in (lambda: MessageList.from_dict(document), lambda: MessageList.from_json(json.dumps(document))):
+        with pytest.raises(MessageListDeserializationError, match=r"messages\[2\]\.id: 'm2' is already") as info:
+            read()
+        assert (info.value.position, info.value.field) == (2, "id")

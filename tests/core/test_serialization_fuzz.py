@@ -1,19 +1,26 @@
 """Property-based tests of the readers: any input gives a whole log or `MessageListDeserializationError` (DESIGN §11).
 
 Inputs: random JSON values, random text and bytes, truncations of real documents of every format, and real
-documents with one field replaced by a random value.
+documents with one field replaced by a random value; and hostile values put into real documents of every format
+(2.0, fluent_llm 1.0, an OpenAI list, the seed-001 files layout): lone surrogates (as characters and as ``\ud800``
+escapes), values nested far too deeply, and odd timestamps. A log a reader returns can always be written and read
+back; one made from a valid document with hostile values put in still validates.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import tempfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from threadline import MessageList, MessageListDeserializationError
+from threadline import MessageList, MessageListDeserializationError, ProtocolError
+from threadline.store.jsonfiles import message_to_file, read_layout, read_log_file
 
 from .test_serialization import FLUENT_V1, full_log
 
@@ -68,24 +75,39 @@ DOCUMENTS = documents()
 TEXTS = [json.dumps(doc) for doc in DOCUMENTS]
 
 
-def read_dict(data: Any) -> None:
+def check_log(log: MessageList, *, valid: bool = False) -> None:
+    """What every log a reader returns must be: writable as UTF-8 JSON (and in the files layout) and read back equal,
+    with its own id for every message; and either valid or failing `validate` with a `ProtocolError` (``valid``: it
+    must validate)."""
+    assert isinstance(log, MessageList)
+    text = log.to_json()
+    text.encode("utf-8")
+    assert MessageList.from_json(text) == log
+    assert len({m.id for m in log}) == len(log)
+    for message in log:  # what `threadline export --layout files` writes
+        json.dumps(message_to_file(message), ensure_ascii=False).encode("utf-8")
+    try:
+        log.validate()
+    except ProtocolError:
+        assert not valid
+
+
+def read_dict(data: Any, *, valid: bool = False) -> None:
     try:
         log = MessageList.from_dict(data)
     except MessageListDeserializationError as exc:
         assert str(exc)
         return
-    assert isinstance(log, MessageList)
-    MessageList.from_json(log.to_json())  # whatever was read can be saved and read again
+    check_log(log, valid=valid)  # whatever was read can be saved and read again
 
 
-def read_json(text: str | bytes) -> None:
+def read_json(text: str | bytes, *, valid: bool = False) -> None:
     try:
         log = MessageList.from_json(text)
     except MessageListDeserializationError as exc:
         assert str(exc)
         return
-    assert isinstance(log, MessageList)
-    MessageList.from_json(log.to_json())
+    check_log(log, valid=valid)
 
 
 @FUZZ
@@ -148,3 +170,188 @@ def test_documents_with_one_character_changed(text: str, data: st.DataObject) ->
     index = data.draw(st.integers(min_value=0, max_value=len(text) - 1))
     replacement = data.draw(st.sampled_from(['"', "{", "}", "[", "]", ",", ":", "0", "n", "\\", "é", " "]))
     read_json(text[:index] + replacement + text[index + 1 :])
+
+
+# -- hostile values in real documents ---------------------------------------------------------------------------------
+surrogates = st.integers(min_value=0xD800, max_value=0xDFFF).map(chr)
+hostile_text = st.lists(surrogates | st.characters(), min_size=1, max_size=12).map("".join)
+DEEP = "@@DEEP@@"  # replaced in the JSON text by brackets: json.dumps itself cannot write a value that deep
+deep_values = st.tuples(st.integers(min_value=100, max_value=3_000), st.sampled_from("[{"))
+ODD_TIME_TEXTS = [
+    "9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59.999999+00:00",
+    "2024-02-30T00:00:00Z", "2024-01-01T00:00:00", "2024-01-01", "24:00", "", "now", "2024-01-01T00:00:00+24:00",
+]  # fmt: skip
+odd_times = st.one_of(
+    st.sampled_from(ODD_TIME_TEXTS),
+    st.builds(
+        lambda moment, minutes: moment.replace(tzinfo=timezone(timedelta(minutes=minutes))).isoformat(),
+        st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)),
+        st.integers(min_value=-1439, max_value=1439),
+    ),
+    st.integers(min_value=-(10**20), max_value=10**20),
+    st.floats(allow_nan=False),
+    st.booleans(),
+)
+
+# Where text lives in each format: one or more (message index, path of keys) that take the same text (a call's id and
+# its result's tool_call_id change together, so the document stays valid).
+TEXT_PLACES: dict[str, list[list[tuple[int, tuple[Any, ...]]]]] = {
+    "2.0": [[(1, ("content",))], [(2, ("tool_calls", 0, "name"))], [(3, ("tool_name",))],
+            [(2, ("tool_calls", 0, "id")), (3, ("tool_call_id",))], [(5, ("error", "message"))], [(2, ("model",))],
+            [(4, ("meta", "run_id"))], [(1, ("attachments", 2, "name"))], [(2, ("tool_calls", 0, "arguments", "t"))],
+            [(4, ("meta", "ui", "t"))], [(0, ("id",))]],
+    "1.0": [[(0, ("text",))], [(1, ("tool_name",))], [(1, ("tool_call_id",))], [(1, ("result",))], [(1, ("message",))],
+            [(1, ("arguments", "t"))]],
+    "openai": [[(0, ("content",))], [(2, ("tool_calls", 0, "id")), (3, ("tool_call_id",))],
+               [(2, ("tool_calls", 0, "function", "name"))], [(3, ("content",))], [(4, ("content",))]],
+}  # fmt: skip
+VALUE_PLACES = {
+    "2.0": [(2, ("tool_calls", 0, "arguments", "deep")), (4, ("meta", "ui", "deep"))],
+    "1.0": [(1, ("arguments", "deep")), (1, ("result",))],
+    "openai": [(2, ("tool_calls", 0, "function", "arguments"))],
+}
+
+
+def base_document(form: str) -> Any:
+    if form == "2.0":
+        return full_log().to_dict()
+    if form == "1.0":
+        return copy.deepcopy(FLUENT_V1)
+    return copy.deepcopy(DOCUMENTS[2])
+
+
+def messages_of(document: Any) -> list[Any]:
+    return document["messages"] if isinstance(document, dict) else document
+
+
+def put(document: Any, index: int, path: tuple[Any, ...], value: Any) -> None:
+    target = messages_of(document)[index]
+    for key in path[:-1]:
+        target = target.setdefault(key, {}) if isinstance(key, str) else target[key]
+    target[path[-1]] = value
+
+
+def as_json(document: Any, deep: tuple[int, str] | None) -> str:
+    """JSON text of a document (lone surrogates become ``\\udXXX`` escapes), with the deep placeholder expanded."""
+    text = json.dumps(document)
+    if deep is not None:
+        depth, opener = deep
+        closer = "]" if opener == "[" else "}"
+        inner = '"x"' if opener == "[" else "{}"
+        body = (opener if opener == "[" else '{"k":') * depth + inner + closer * depth
+        text = text.replace(json.dumps(DEEP), body)
+    return text
+
+
+FORMS = ["2.0", "1.0", "openai"]
+
+
+@FUZZ
+@given(st.sampled_from(FORMS), st.data(), hostile_text)
+def test_lone_surrogates_anywhere_in_every_format(form: str, data: st.DataObject, text: str) -> None:
+    document = base_document(form)
+    for index, path in data.draw(st.sampled_from(TEXT_PLACES[form])):
+        put(document, index, path, text)
+    # The whole document is still valid, text aside: a log read from it validates.
+    read_dict(document, valid=True)
+    read_json(json.dumps(document), valid=True)  # surrogates as \\udXXX escapes
+    read_json(json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass"))  # raw bytes: not UTF-8
+
+
+@FUZZ
+@given(st.sampled_from(FORMS), st.data(), deep_values)
+def test_values_nested_far_too_deep_in_every_format(form: str, data: st.DataObject, deep: tuple[int, str]) -> None:
+    document = base_document(form)
+    index, path = data.draw(st.sampled_from(VALUE_PLACES[form]))
+    put(document, index, path, DEEP)
+    text = as_json(document, deep)
+    read_json(text, valid=True)
+    read_json(text.encode(), valid=True)
+    try:
+        decoded = json.loads(text)
+    except RecursionError:
+        return  # too deep for the stdlib to build as Python data; the JSON readers above met it as text
+    read_dict(decoded, valid=True)
+
+
+@FUZZ
+@given(st.data(), odd_times)
+def test_odd_timestamps_in_version_2(data: st.DataObject, stamp: Any) -> None:
+    document = base_document("2.0")
+    put(document, data.draw(st.integers(min_value=0, max_value=len(document["messages"]) - 1)), ("created_at",), stamp)
+    read_dict(document, valid=True)
+    read_json(json.dumps(document), valid=True)
+
+
+# -- the seed-001 files layout ---------------------------------------------------------------------------------------
+LAYOUT_MESSAGES = [
+    {"id": "m1", "role": "system", "content": "You plan trips.", "createdAt": "2024-03-01T09:00:00.000Z"},
+    {"id": "m2", "role": "user", "content": "Plan Rome", "createdAt": 1709283601000, "partType": "text"},
+    {"id": "m3", "role": "assistant", "content": None, "mode": "agent", "runId": "run-1",
+     "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}]},
+    {"id": "m4", "role": "tool", "tool_call_id": "call_1", "content": "3 hotels", "toolName": "search"},
+    {"id": "m5", "role": "assistant", "content": "Done.\n[LLM_ERROR type=timeout message=slow]", "model": "m"},
+]  # fmt: skip
+LAYOUT_INDEX = [{"id": "conv-1", "title": "Trip", "createdAt": "2024-03-01T09:00:00Z", "activeType": "agent"}]
+LAYOUT_TEXT = [(1, "content"), (2, "runId"), (3, "toolName"), (4, "model"), (0, "id"), (3, "content")]
+LAYOUT_TIMES = [(0, "createdAt"), (1, "createdAt"), (4, "createdAt")]
+
+
+def read_layout_files(index: str | bytes, messages: str | bytes) -> None:
+    """Write a layout and read it (and its messages file alone) as ``threadline import`` does: a whole, valid log or
+    `MessageListDeserializationError`."""
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory) / "conversations"
+        (root / "conv-1").mkdir(parents=True)
+        (root / "index.json").write_bytes(index if isinstance(index, bytes) else index.encode())
+        file = root / "conv-1" / "messages.json"
+        file.write_bytes(messages if isinstance(messages, bytes) else messages.encode())
+        for read in (lambda: read_layout(directory)[0].messages, lambda: read_log_file(file).messages):
+            try:
+                messages_read = read()
+            except MessageListDeserializationError as exc:
+                assert str(exc)
+                continue
+            check_log(MessageList(messages_read), valid=True)  # the import path checks the protocol
+
+
+@FUZZ
+@given(st.data(), hostile_text)
+def test_layout_with_lone_surrogates(data: st.DataObject, text: str) -> None:
+    messages = copy.deepcopy(LAYOUT_MESSAGES)
+    if data.draw(st.booleans()):
+        index, key = data.draw(st.sampled_from(LAYOUT_TEXT))
+        messages[index][key] = text
+    else:  # a call id and its result's, together
+        messages[2]["tool_calls"][0]["id"] = messages[3]["tool_call_id"] = text
+    entry = copy.deepcopy(LAYOUT_INDEX)
+    entry[0][data.draw(st.sampled_from(["title", "packageId"]))] = text
+    read_layout_files(json.dumps(entry), json.dumps(messages))
+    raw = json.dumps(messages, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    read_layout_files(json.dumps(LAYOUT_INDEX), raw)
+
+
+@FUZZ
+@given(st.data(), deep_values, st.booleans())
+def test_layout_with_values_nested_far_too_deep(data: st.DataObject, deep: tuple[int, str], as_text: bool) -> None:
+    messages = copy.deepcopy(LAYOUT_MESSAGES)
+    function = messages[2]["tool_calls"][0]["function"]
+    if as_text:  # arguments as JSON text, the OpenAI form: too deep to parse means kept as text
+        depth = deep[0]
+        function["arguments"] = '{"q": ' + "[" * depth + "]" * depth + "}"
+        text = json.dumps(messages)
+    else:
+        function["arguments"] = {"q": DEEP}
+        text = as_json(messages, deep)
+    read_layout_files(json.dumps(LAYOUT_INDEX), text)
+
+
+@FUZZ
+@given(st.data(), odd_times)
+def test_layout_with_odd_timestamps(data: st.DataObject, stamp: Any) -> None:
+    messages = copy.deepcopy(LAYOUT_MESSAGES)
+    index, key = data.draw(st.sampled_from(LAYOUT_TIMES))
+    messages[index][key] = stamp
+    entry = copy.deepcopy(LAYOUT_INDEX)
+    entry[0][data.draw(st.sampled_from(["createdAt", "updatedAt"]))] = stamp
+    read_layout_files(json.dumps(entry), json.dumps(messages))

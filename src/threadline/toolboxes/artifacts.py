@@ -1,14 +1,15 @@
 """The built-in ``read_artifact`` tool: lets the model read full tool outputs that were sent as previews.
 
 It serves one conversation and reads only that conversation's artifacts: URIs of other conversations, ``..``,
-absolute paths and anything that is not ``artifact://<this conversation>/<name>`` are refused.
+absolute paths and anything that is not ``artifact://<this conversation>/<name>`` are refused. It accepts exactly the
+names the context window hands out (`threadline._artifact_names`), whatever the tool-call id behind them was.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
+from .._artifact_names import is_artifact_name
 from ..context import ARTIFACT_SCHEME
 from ..tools import Tool
 
@@ -19,7 +20,6 @@ __all__ = ["MAX_READ", "READ_ARTIFACT", "artifact_reader", "parse_artifact_uri"]
 
 READ_ARTIFACT = "read_artifact"
 MAX_READ = 20_000
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$")
 
 
 def parse_artifact_uri(uri: str, conversation_id: str) -> str:
@@ -30,13 +30,17 @@ def parse_artifact_uri(uri: str, conversation_id: str) -> str:
     """
     if not isinstance(uri, str) or not uri.startswith(ARTIFACT_SCHEME):
         raise ValueError(f"refused: {uri!r} is not an artifact URI (expected {ARTIFACT_SCHEME}<conversation>/<name>)")
-    rest = uri[len(ARTIFACT_SCHEME) :]
-    owner, slash, name = rest.partition("/")
-    if not slash or not owner or not name:
-        raise ValueError(f"refused: {uri!r} is not of the form {ARTIFACT_SCHEME}<conversation>/<name>")
-    if owner != conversation_id:
+    own = f"{ARTIFACT_SCHEME}{conversation_id}/"
+    # The conversation is matched as a whole prefix, so an id holding '/' still reads its own artifacts.
+    if not uri.startswith(own):
+        owner, slash, name = uri[len(ARTIFACT_SCHEME) :].partition("/")
+        if not slash or not owner or not name:
+            raise ValueError(f"refused: {uri!r} is not of the form {ARTIFACT_SCHEME}<conversation>/<name>")
         raise ValueError("refused: that artifact belongs to another conversation")
-    if ".." in name or name.startswith(("/", "\\", "~")) or "/" in name or "\\" in name or not _NAME.match(name):
+    name = uri[len(own) :]
+    if not name:
+        raise ValueError(f"refused: {uri!r} is not of the form {ARTIFACT_SCHEME}<conversation>/<name>")
+    if not is_artifact_name(name):
         raise ValueError(f"refused: {name!r} is not an artifact name of this conversation")
     return name
 
