@@ -1,7 +1,22 @@
-"""Running the async core from synchronous code.
+"""Running the async core from synchronous code: one private event loop per thread, closed when the thread ends,
+and Ctrl-C delivered as the cancellation of the running turn.
 
-Each thread gets one private event loop, reused across calls, so connection pools made on it (httpx clients) stay
-valid from one synchronous ``prompt()`` to the next. The loops are closed at interpreter exit.
+Each thread that calls the sync API (``prompt()``, ``for text in builder.stream()``…) gets a private event loop,
+reused across its calls, so the connection pools made on it (httpx) stay valid from one call to the next. When the
+thread ends, its loop is closed, and with it the pools the cached models opened on it: a holder object kept in a
+thread-local is finalised by the ending thread, and closes them there. Loops of threads still alive at
+interpreter exit are closed then. So a program that calls ``prompt()`` from many short-lived threads keeps no
+loop, socket or pool of a finished thread.
+
+Why not one shared background loop for every sync caller: every thread's turns would then run on one thread, so
+anything blocking in a turn — a store write, a sync dynamic-tools provider, an ``on_text`` callback — would stall
+the turns of every other thread. And not a fresh loop per call: each ``prompt()`` would then open new connections
+(a TLS handshake per call to a remote API), where a long-lived thread now reuses them.
+
+Ctrl-C: while a sync call runs on the main thread, SIGINT cancels the running task instead of raising
+``KeyboardInterrupt`` at whatever line the loop happens to be on (the way `asyncio.Runner` does it). The turn then
+records its failure with the partial answer and closes its streams, and only then does the caller get
+``KeyboardInterrupt``. A second Ctrl-C while that happens raises at once.
 
 asyncio is imported on first use, not with the package: it is most of the cost of ``import threadline``, and
 reading logs or listing conversations never needs it.
@@ -10,8 +25,10 @@ reading logs or listing conversations never needs it.
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -20,8 +37,15 @@ if TYPE_CHECKING:
 __all__ = ["in_event_loop", "iterate_sync", "run_sync"]
 
 T = TypeVar("T")
+
+# How long closing a loop waits for the tasks still pending on it (a tool that ignored its cancellation…).
+CLOSE_GRACE = 1.0
+# How long, after a KeyboardInterrupt that did not come through our SIGINT handler (a tool raised it), the
+# interrupted turn may take to record its failure.
+SETTLE_GRACE = 5.0
+
 _local = threading.local()
-_loops: list[asyncio.AbstractEventLoop] = []
+_loops: weakref.WeakSet[_ThreadLoop] = weakref.WeakSet()  # open loops, for the exit handler
 _loops_lock = threading.Lock()
 
 
@@ -36,59 +60,171 @@ def in_event_loop() -> bool:
     return True
 
 
-def _loop() -> asyncio.AbstractEventLoop:
-    import asyncio
+class _ThreadLoop:
+    """One thread's private loop. Only the thread-local refers to it (the exit handler's set is weak), so it is
+    finalised — and the loop closed — when its thread ends."""
 
-    loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = asyncio.new_event_loop()
-        _local.loop = loop
+    __slots__ = ("__weakref__", "loop")
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:
+        _close_loop(self.loop)
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    holder: _ThreadLoop | None = getattr(_local, "holder", None)
+    if holder is None or holder.loop.is_closed():
+        holder = _ThreadLoop()
+        _local.holder = holder
         with _loops_lock:
-            _loops.append(loop)
-    return loop
+            _loops.add(holder)
+    return holder.loop
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion on this thread's private loop."""
+    """Run a coroutine to completion on this thread's private loop.
+
+    Raises:
+        KeyboardInterrupt: after Ctrl-C, once the coroutine has finished cancelling.
+        RuntimeError: when called from a running event loop.
+    """
     if in_event_loop():
         coro.close()
         raise RuntimeError("run_sync() was called from a running event loop; await the async API instead")
-    return _loop().run_until_complete(coro)
+    return _run(_loop(), coro)
 
 
 def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
-    """Drive an async iterator from synchronous code, one item at a time."""
+    """Drive an async iterator from synchronous code, one item at a time (Ctrl-C as in `run_sync`)."""
     if in_event_loop():
         # Without this check asyncio says "Cannot run the event loop while another loop is running", which does
         # not tell the caller what to do.
         raise RuntimeError("a sync `for` was used inside a running event loop; use `async for` there instead")
     loop = _loop()
+    interrupted = False
     try:
         while True:
             try:
-                yield loop.run_until_complete(agen.__anext__())
+                item = _run(loop, agen.__anext__())
             except StopAsyncIteration:
                 return
+            except KeyboardInterrupt:
+                interrupted = True
+                raise
+            yield item
     finally:
+        # Also after Ctrl-C, which may have come between two steps (then nothing was cancelled yet): closing the
+        # iterator is what makes it stop its work and record where it stopped.
         closer = getattr(agen, "aclose", None)
         if closer is not None and not loop.is_closed():
-            loop.run_until_complete(closer())
+            try:
+                _run(loop, closer())
+            except RuntimeError:
+                # After a second Ctrl-C the step may still be running and cannot be closed now (the loop's
+                # shutdown does it); the interrupt, not this, is what the caller must see.
+                if not interrupted:
+                    raise
+
+
+def _run(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[T]) -> T:
+    """Run ``awaitable`` as a task on ``loop``; on the main thread, Ctrl-C cancels that task (see the module
+    docstring) and is raised as ``KeyboardInterrupt`` once the task is done."""
+    import asyncio
+    import signal
+
+    task: asyncio.Task[T] | None = None
+    interrupts = 0
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1 and task is not None and not task.done():
+            task.cancel()
+            loop.call_soon_threadsafe(lambda: None)  # wake the loop if it sleeps in select()
+            return
+        raise KeyboardInterrupt
+
+    handler = None
+    if threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    ):
+        try:
+            signal.signal(signal.SIGINT, on_sigint)
+            handler = on_sigint
+        except ValueError:  # not the main interpreter
+            handler = None
+    try:
+        task = loop.create_task(awaitable if asyncio.iscoroutine(awaitable) else _awaited(awaitable))
+        return loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        if interrupts and task is not None and task.uncancel() == 0:
+            raise KeyboardInterrupt from None
+        raise
+    except KeyboardInterrupt:
+        if not interrupts and task is not None:
+            # Raised inside the loop by something other than our handler (a tool raised it): the turn's task was
+            # left pending mid-step. Cancel it and let it record its failure, as for Ctrl-C.
+            _settle(loop, task)
+        raise
+    finally:
+        if handler is not None and signal.getsignal(signal.SIGINT) is handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        if task is not None and task.done() and not task.cancelled():
+            task.exception()  # retrieved here, so asyncio does not log it as never retrieved
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _settle(loop: asyncio.AbstractEventLoop, task: asyncio.Future[Any]) -> None:
+    import asyncio
+
+    if task.done() or loop.is_running():
+        return
+    task.cancel()
+    loop.run_until_complete(asyncio.wait((task,), timeout=SETTLE_GRACE))
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close a loop that is not running, with the connection pools of cached models made on it and the tasks
+    still pending there (cancelled, waited for a moment). Best effort: it runs at thread end and at exit."""
+    if loop.is_closed() or loop.is_running():
+        return
+    try:
+        if not in_event_loop():  # a finaliser may run in a thread that is running another loop: then just close
+            _finish_tasks(loop)
+            models = sys.modules.get("threadline.models")
+            if models is not None:
+                loop.run_until_complete(models.close_cached_models(loop))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+    except BaseException:  # at thread end or exit there is nobody to tell; closing the loop is what matters
+        pass
+    finally:
+        loop.close()
+
+
+def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    import asyncio
+
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    if not tasks:
+        return
+    for task in tasks:
+        task.cancel()
+    loop.run_until_complete(asyncio.wait(tasks, timeout=CLOSE_GRACE))
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved, so asyncio does not log it as never retrieved
 
 
 @atexit.register
 def _close_loops() -> None:
     with _loops_lock:
-        loops = list(_loops)
-        _loops.clear()
-    for loop in loops:
-        if loop.is_closed() or loop.is_running():
-            continue
-        try:
-            from .models import close_cached_models
-
-            loop.run_until_complete(close_cached_models(loop))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        except Exception:  # interpreter shutdown: best effort
-            pass
-        finally:
-            loop.close()
+        holders = list(_loops)
+    for holder in holders:
+        _close_loop(holder.loop)

@@ -2,7 +2,9 @@
 
 A plain function (sync or async) is a tool: its name, its docstring as the description, a JSON schema from its
 type hints (built with pydantic, imported only when a tool is made). ``@tool(...)`` overrides name, description and
-timeout. `Toolset.from_object` turns every public method of an object into a tool named ``"<Name>.<method>"``.
+timeout. `Tool.from_schema` makes a tool from a JSON schema instead (the tools of an MCP server). `Toolset.from_object`
+turns every public method of an object into a tool named ``"<Name>.<method>"``; `Toolset.from_mcp` does the same for
+the tools of an MCP server (see `threadline.mcp_toolset`).
 
 The model's arguments are validated against the schema before the call; invalid JSON, schema violations, unknown
 tools, exceptions and timeouts all become a `ToolMessage` with ``is_error=True`` (see `execute_tool_call`), so the
@@ -11,12 +13,15 @@ loop goes on and the model can correct itself.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import math
 import re
 import time
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, overload
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, overload
 
 import msgspec
 
@@ -25,7 +30,11 @@ from .messages import ToolCall, ToolMessage
 from .models.base import ToolSpec
 
 if TYPE_CHECKING:
+    import asyncio
+
+    from ._workers import Outcome
     from .conversation import Conversation
+    from .mcp_toolset import MCPToolset
 
 __all__ = [
     "DynamicTools",
@@ -33,9 +42,11 @@ __all__ = [
     "ToolCatalog",
     "ToolLike",
     "Toolset",
+    "describe_exception",
     "dynamic_tools",
     "encode_result",
     "execute_tool_call",
+    "is_dynamic_provider",
     "resolve_tools",
     "tool",
 ]
@@ -56,7 +67,17 @@ class Tool:
         timeout: Seconds before a running call is cut off and reported to the model (None: the conversation's).
     """
 
-    __slots__ = ("_fields", "_validator", "description", "handler", "is_async", "name", "parameters", "timeout")
+    __slots__ = (
+        "_check",
+        "_fields",
+        "_validator",
+        "description",
+        "handler",
+        "is_async",
+        "name",
+        "parameters",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -73,17 +94,60 @@ class Tool:
         self.name: str = name or fn_name
         if not isinstance(self.name, str) or not self.name:
             raise UserError("a tool needs a non-empty name")
-        summary, param_docs = _parse_docstring(inspect.getdoc(handler) or "")
-        self.description: str = description if description is not None else summary
+        signature = _signature(handler, self.name)
+        self.description: str = description if description is not None else signature.summary
         self.handler = handler
         self.timeout = timeout
-        self.is_async = _is_async_callable(handler)
-        model = _arguments_model(handler, self.name, param_docs)
-        self._validator = model
-        self._fields = tuple(model.model_fields)
-        self.parameters: dict[str, Any] = (
-            dict(parameters) if parameters is not None else _clean_schema(model.model_json_schema())
-        )
+        self.is_async = signature.is_async
+        self._check: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+        self._validator = signature.validator
+        self._fields = signature.fields
+        self.parameters: dict[str, Any] = dict(parameters) if parameters is not None else signature.parameters
+
+    @classmethod
+    def from_schema(
+        cls,
+        handler: Callable[..., Any],
+        *,
+        name: str,
+        parameters: Mapping[str, Any],
+        description: str = "",
+        validator: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
+        timeout: float | None = None,
+    ) -> Tool:
+        """A tool described by a JSON schema instead of its handler's signature (e.g. a tool of an MCP server).
+
+        Args:
+            handler: Called with the arguments as keyword arguments (sync or async).
+            name: The real name.
+            parameters: The JSON schema of the arguments, offered to the model as it is.
+            description: What the tool does, for the model.
+            validator: ``validator(arguments) -> kwargs``, raising `ToolArgumentsError` with a message for the model
+                when the arguments do not fit the schema. None passes them on unchecked, so the handler (or the
+                server behind it) judges them.
+            timeout: Seconds before a running call is cut off (None: the conversation's).
+
+        Raises:
+            UserError: for a handler that is not callable, an empty name or a schema that is not an object.
+        """
+        if not callable(handler):
+            raise UserError(f"a tool needs a callable, got {type(handler).__name__}")
+        if not isinstance(name, str) or not name:
+            raise UserError("a tool needs a non-empty name")
+        if not isinstance(parameters, Mapping):
+            raise UserError(f"tool {name!r}: its parameters must be a JSON schema object")
+        made = cls.__new__(cls)
+        made.name = name
+        made.description = description
+        made.handler = handler
+        made.timeout = timeout
+        made.is_async = _is_async_callable(handler)
+        made.parameters = dict(parameters)
+        # No pydantic model here: the schema is the contract, and the validator (if any) enforces it.
+        made._validator = None
+        made._fields = ()
+        made._check = validator if validator is not None else dict
+        return made
 
     def spec(self) -> ToolSpec:
         """The tool as offered to a model."""
@@ -95,6 +159,8 @@ class Tool:
         Raises:
             ToolArgumentsError: with a message naming each offending field.
         """
+        if self._check is not None:
+            return self._check(arguments)
         import pydantic
 
         try:
@@ -108,18 +174,66 @@ class Tool:
         return {name: getattr(instance, name) for name in self._fields}
 
     async def invoke(self, kwargs: Mapping[str, Any]) -> Any:
-        """Call the handler: async handlers are awaited, sync ones run in a worker thread."""
+        """Call the handler: async handlers are awaited, sync ones run on a daemon worker thread.
+
+        No timeout applies here; `execute_tool_call` is what the turn engine uses.
+        """
         if self.is_async:
             return await self.handler(**kwargs)
-        import asyncio  # imported on first use: see threadline._sync
+        from ._workers import start
 
-        return await asyncio.to_thread(self.handler, **kwargs)
+        outcome = await start(self.handler, **kwargs)
+        if outcome.ok:
+            return outcome.value
+        raise outcome.value
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.handler(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+
+class _Signature(NamedTuple):
+    """What a tool learns from its handler's signature and docstring (the costly part of making a `Tool`)."""
+
+    summary: str
+    is_async: bool
+    validator: Any
+    fields: tuple[str, ...]
+    parameters: dict[str, Any]
+
+
+# Keyed weakly on the function (for a bound method, the function under it: every instance shares the signature),
+# so a cached entry never keeps a handler, or the object a method is bound to, alive. The values hold nothing
+# that refers back to the key.
+_signatures: weakref.WeakKeyDictionary[Any, _Signature] = weakref.WeakKeyDictionary()
+_method_signatures: weakref.WeakKeyDictionary[Any, _Signature] = weakref.WeakKeyDictionary()
+
+
+def _signature(handler: Callable[..., Any], name: str) -> _Signature:
+    cache, key = (_method_signatures, handler.__func__) if inspect.ismethod(handler) else (_signatures, handler)
+    try:
+        known = cache.get(key)
+    except TypeError:  # neither hashable nor weakly referable (a builtin, an unhashable callable): not cached
+        return _read_signature(handler, name)
+    if known is None:
+        known = _read_signature(handler, name)
+        with contextlib.suppress(TypeError):
+            cache[key] = known
+    return known
+
+
+def _read_signature(handler: Callable[..., Any], name: str) -> _Signature:
+    summary, param_docs = _parse_docstring(inspect.getdoc(handler) or "")
+    model = _arguments_model(handler, name, param_docs)
+    return _Signature(
+        summary=summary,
+        is_async=_is_async_callable(handler),
+        validator=model,
+        fields=tuple(model.model_fields),
+        parameters=_clean_schema(model.model_json_schema()),
+    )
 
 
 def _is_async_callable(handler: Callable[..., Any]) -> bool:
@@ -314,6 +428,14 @@ class Toolset:
         """The real names of the tools, in order."""
         return [item.name for item in self._tools]
 
+    def bind(self, conversation: Conversation) -> Toolset:
+        """The toolset as offered to one conversation (called each time its tools are resolved for a request).
+
+        The default is the toolset itself. A toolset whose tools act on behalf of the conversation they serve
+        (`threadline.toolboxes.Pages` keeps pages per conversation) returns a copy bound to it.
+        """
+        return self
+
     def __repr__(self) -> str:
         return f"Toolset({self.name!r}, {self.names()!r})"
 
@@ -371,6 +493,56 @@ class Toolset:
             )
         return cls(tools, name=prefix, instructions=instructions)
 
+    @classmethod
+    def from_mcp(
+        cls,
+        command: Sequence[str] | str | None = None,
+        *,
+        url: str | None = None,
+        name: str | None = None,
+        env: Mapping[str, str] | None = None,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
+        timeout: float = 60.0,
+        start_timeout: float | None = None,
+    ) -> MCPToolset:
+        """The tools of an MCP server, each named ``"<Name>.<tool>"`` (needs the ``mcp`` extra).
+
+        Give either ``command`` (a stdio server, started as a child process) or ``url`` (a streamable-HTTP
+        server). Nothing is started here: the server is connected on first use (listing the tools or calling one),
+        the connection is reused across turns, and it is closed by ``close()`` (or ``with``/``async with``), when
+        the toolset is garbage-collected, or at exit. See `threadline.mcp_toolset.MCPToolset`.
+
+        Args:
+            command: The server's command line, e.g. ``["uvx", "mcp-server-time"]`` (a string is split as a shell
+                would).
+            url: The endpoint of a streamable-HTTP server, e.g. ``"http://127.0.0.1:8000/mcp"``.
+            name: The prefix of the tool names (default: the name the server gives itself).
+            env: Environment variables for a stdio server, on top of the few it inherits (``HOME``, ``PATH``…):
+                nothing else of this process's environment (API keys) reaches it unless named here.
+            include: Only these tools of the server, if given (the server's own names, without the prefix).
+            exclude: Tools of the server never to offer.
+            timeout: Seconds each call may take before it is cancelled and reported to the model (the tools' own
+                timeout: a conversation's ``tool_timeout`` does not cut them shorter).
+            start_timeout: Seconds to wait for the server to start and list its tools (default: ``timeout``, but
+                at least 60).
+
+        Raises:
+            UserError: for bad arguments, or when the ``mcp`` extra is not installed.
+        """
+        from .mcp_toolset import MCPToolset
+
+        return MCPToolset(
+            command=command,
+            url=url,
+            name=name,
+            env=env,
+            include=include,
+            exclude=exclude,
+            timeout=timeout,
+            start_timeout=start_timeout,
+        )
+
 
 def _object_name(obj: Any) -> str:
     own = getattr(obj, "name", None)
@@ -405,22 +577,13 @@ ToolLike: TypeAlias = Callable[..., Any] | Tool | Toolset | DynamicTools
 
 
 def as_tool(item: Callable[..., Any] | Tool) -> Tool:
-    """A `Tool` for a function (cached on the function, so repeated ``.tools(fn)`` calls are cheap)."""
+    """A `Tool` for a function (its signature is read once per function, so repeated ``.tools(fn)`` calls are
+    cheap, and nothing cached keeps the function or the object of a bound method alive)."""
     if isinstance(item, Tool):
         return item
     if not callable(item):
         raise UserError(f"not a tool: {item!r} (pass functions, Tools, Toolsets or a dynamic tools callable)")
-    cached = _tool_cache.get(item)
-    if cached is None:
-        cached = Tool(item)
-        try:
-            _tool_cache[item] = cached
-        except TypeError:  # unhashable callables are simply not cached
-            pass
-    return cached
-
-
-_tool_cache: dict[Any, Tool] = {}
+    return Tool(item)
 
 
 def _is_dynamic_provider(item: Any) -> bool:
@@ -428,17 +591,22 @@ def _is_dynamic_provider(item: Any) -> bool:
         return True
     if not callable(item) or isinstance(item, (Tool, Toolset)):
         return False
-    # Called before every request for each configured callable: remember the answer (reading a signature is slow).
+    # Called before every request for each configured callable: remember the answer (reading a signature is slow),
+    # keyed weakly as `_signature` does, so the cache keeps no provider (nor the object of a method) alive.
+    cache, key = (_dynamic_methods, item.__func__) if inspect.ismethod(item) else (_dynamic_functions, item)
     try:
-        known = _dynamic_cache.get(item)
-    except TypeError:  # unhashable callables are simply not cached
+        known = cache.get(key)
+    except TypeError:  # neither hashable nor weakly referable: not cached
         return _looks_dynamic(item)
     if known is None:
-        known = _dynamic_cache[item] = _looks_dynamic(item)
+        known = _looks_dynamic(item)
+        with contextlib.suppress(TypeError):
+            cache[key] = known
     return known
 
 
-_dynamic_cache: dict[Any, bool] = {}
+_dynamic_functions: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+_dynamic_methods: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
 def _looks_dynamic(item: Any) -> bool:
@@ -456,6 +624,11 @@ def _looks_dynamic(item: Any) -> bool:
     )
 
 
+def is_dynamic_provider(item: Any) -> bool:
+    """Whether ``item`` provides tools per request: a `DynamicTools`, or a callable taking one ``Conversation``."""
+    return _is_dynamic_provider(item)
+
+
 class ResolvedTools(msgspec.Struct):
     """The tools offered for one request, by real name, and the instructions of their toolsets."""
 
@@ -466,6 +639,8 @@ class ResolvedTools(msgspec.Struct):
         if isinstance(item, Tool):  # the usual case (the builder turns functions into Tools), checked first
             self.tools[item.name] = item
         elif isinstance(item, Toolset):
+            if conversation is not None:
+                item = item.bind(conversation)
             for member in item:
                 self.tools[member.name] = member
             if item.instructions and item.instructions not in self.instructions:
@@ -496,18 +671,70 @@ def resolve_tools(items: Iterable[Any], conversation: Conversation | None = None
 
 
 def encode_result(value: Any) -> str:
-    """A tool's return value as sent to the model: a ``str`` as is, anything else as JSON."""
+    """A tool's return value as sent to the model: a ``str`` as is, anything else as JSON.
+
+    The JSON is always valid: ``nan`` and infinities, which JSON cannot express, become the strings ``"NaN"``,
+    ``"Infinity"`` and ``"-Infinity"`` (a model reads those; a strict JSON parser refuses bare ``NaN``).
+    """
     if isinstance(value, str):
         return value
     import pydantic_core
 
-    return pydantic_core.to_json(value, fallback=repr).decode("utf-8")
+    data = pydantic_core.to_json(value, fallback=repr)
+    if b"NaN" in data or b"Infinity" in data:
+        # Only then (the words may also be inside strings): pydantic writes the bare constants, even under
+        # inf_nan_mode="strings" for a model configured otherwise, so read its output back and spell them out.
+        data = pydantic_core.to_json(_finite(pydantic_core.from_json(data, allow_inf_nan=True)))
+    return data.decode("utf-8")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"<Type>: <message>"`` for an exception, even one whose ``__str__`` fails (then the type alone, said so)."""
+    kind = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:
+        return f"{kind} (its message could not be read)"
+    return f"{kind}: {text}" if text else kind
+
+
+# How long a cancelled async tool may take to stop before the turn stops waiting for it.
+CANCEL_GRACE = 2.0
+# Async tools that ignored their cancellation: kept referenced until they end, so asyncio does not destroy them
+# while they are pending (and complain about it).
+_abandoned: set[asyncio.Task[None]] = set()
+
+
+class _Unfinished(Exception):
+    """A tool did not finish within its timeout; ``stopped`` says whether it is known to have stopped."""
+
+    def __init__(self, stopped: bool) -> None:
+        super().__init__()
+        self.stopped = stopped
 
 
 async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_timeout: float | None) -> ToolMessage:
-    """Run one tool call and return its result message; every failure becomes an ``is_error`` result."""
-    import asyncio  # imported on first use: see threadline._sync
+    """Run one tool call and return its result message; every failure becomes an ``is_error`` result.
 
+    Invalid arguments, unknown tools, any exception the tool raises (``SystemExit`` and other `BaseException`s
+    included) and timeouts are results the model reads. Two things stop the turn instead: cancellation (of the
+    turn, e.g. Ctrl-C) and ``KeyboardInterrupt``; the call is then left unanswered and answered ``interrupted``
+    when the conversation next runs.
+
+    A sync tool runs on a daemon worker thread: past its timeout the turn goes on without it, and the result says
+    it may still be running (a thread cannot be stopped). An async tool past its timeout is cancelled and given
+    `CANCEL_GRACE` seconds to stop; one that ignores the cancellation is left running.
+    """
     started = time.perf_counter()
     tool_ = tools.get(call.name)
     is_error = True
@@ -526,25 +753,29 @@ async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_t
             content = f"Invalid arguments for tool {call.name!r}: {exc}"
         else:
             timeout = tool_.timeout if tool_.timeout is not None else default_timeout
-            # asyncio.timeout rather than wait_for: no extra task per call (a third of a tool round's overhead),
-            # and expired() tells our deadline apart from a TimeoutError the tool raised itself.
-            deadline = asyncio.timeout(timeout)
             try:
-                async with deadline:
-                    result = await tool_.invoke(kwargs)
-            except TimeoutError as exc:
-                if deadline.expired():
+                if tool_.is_async:
+                    outcome = await _run_async(tool_.handler, kwargs, timeout)
+                else:
+                    outcome = await _run_sync(tool_.handler, kwargs, timeout)
+            except _Unfinished as unfinished:
+                if unfinished.stopped:
                     content = f"Tool {call.name!r} timed out after {timeout:g} s and was stopped."
                 else:
-                    content = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
-            except Exception as exc:
-                content = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
+                    content = f"Tool {call.name!r} did not finish in {timeout:g} s; it may still be running."
             else:
-                try:
-                    content = encode_result(result)
-                    is_error = False
-                except Exception as exc:
-                    content = f"Tool {call.name!r} returned a value that cannot be encoded: {exc}"
+                if not outcome.ok:
+                    if isinstance(outcome.value, KeyboardInterrupt):
+                        raise outcome.value
+                    content = f"Tool {call.name!r} failed: {describe_exception(outcome.value)}"
+                else:
+                    try:
+                        content = encode_result(outcome.value)
+                        is_error = False
+                    except Exception as exc:
+                        content = (
+                            f"Tool {call.name!r} returned a value that cannot be encoded: {describe_exception(exc)}"
+                        )
     return ToolMessage(
         tool_call_id=call.id,
         tool_name=call.name,
@@ -552,6 +783,82 @@ async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_t
         is_error=is_error,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
     )
+
+
+async def _run_sync(handler: Callable[..., Any], kwargs: Mapping[str, Any], limit: float | None) -> Outcome:
+    """The `Outcome` of a sync handler run on a worker thread; raises `_Unfinished` when the timeout passes."""
+    import asyncio  # imported on first use: see threadline._sync
+
+    from ._workers import start
+
+    future = start(handler, **kwargs)
+    # Awaiting the future itself under asyncio.timeout costs no extra task: the deadline cancels the future (the
+    # thread's late outcome is then dropped), and expired() tells our deadline apart from anything else.
+    deadline = asyncio.timeout(limit)
+    try:
+        async with deadline:
+            return await future
+    except TimeoutError:
+        if deadline.expired():
+            raise _Unfinished(stopped=False) from None
+        raise
+
+
+async def _run_async(handler: Callable[..., Any], kwargs: Mapping[str, Any], limit: float | None) -> Outcome:
+    """The `Outcome` of an async handler run as its own task, so a handler that ignores cancellation can be left
+    behind; raises `_Unfinished` when the timeout passes."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    # The task hands its outcome over through ``done``, a plain future: awaiting the task itself would pass our
+    # cancellation on to it and then wait for as long as it ignores that; and setting ``done`` from inside the
+    # task wakes us one loop iteration sooner than a done-callback would (a tool round's cost is counted in those).
+    done: asyncio.Future[Outcome] = loop.create_future()
+    task = loop.create_task(_outcome(handler, kwargs, done))
+    deadline = asyncio.timeout(limit)
+    try:
+        async with deadline:
+            return await done
+    except TimeoutError:
+        if deadline.expired():
+            raise _Unfinished(stopped=await _stop(task, min(CANCEL_GRACE, limit or CANCEL_GRACE))) from None
+        raise
+    except asyncio.CancelledError:  # the turn is cancelled: stop the tool too (within the grace), then go
+        await _stop(task, CANCEL_GRACE)
+        raise
+
+
+async def _outcome(handler: Callable[..., Any], kwargs: Mapping[str, Any], done: asyncio.Future[Outcome]) -> None:
+    """Await the handler and put its `Outcome` in ``done``. Its exceptions are outcomes too (a task that raised
+    ``SystemExit`` would take the event loop down with it), except the cancellation of this task."""
+    import asyncio
+
+    from ._workers import Outcome
+
+    try:
+        outcome = Outcome(True, await handler(**kwargs))
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        outcome = Outcome(False, exc)  # raised by the tool itself (something it awaited was cancelled)
+    except BaseException as exc:  # every outcome goes back to execute_tool_call, which decides what it means
+        outcome = Outcome(False, exc)
+    if not done.done():  # nobody waits any more after a timeout or a cancelled turn
+        done.set_result(outcome)
+
+
+async def _stop(task: asyncio.Task[None], grace: float) -> bool:
+    """Cancel the tool's task and wait up to ``grace`` seconds for it to end; True if it did."""
+    import asyncio
+
+    task.cancel()
+    await asyncio.wait((task,), timeout=grace)
+    if task.done():
+        return True
+    _abandoned.add(task)
+    task.add_done_callback(_abandoned.discard)
+    return False
 
 
 def _preview(text: str, limit: int = 80) -> str:

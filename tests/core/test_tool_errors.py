@@ -163,7 +163,8 @@ def test_hanging_sync_tool_is_cut_off_by_the_conversation_tool_timeout() -> None
     finally:
         release.set()
     assert result.is_error
-    assert "Tool 'stuck' timed out after 0.2 s" in result.content
+    # A thread cannot be stopped: the result says so rather than claiming it was.
+    assert result.content == "Tool 'stuck' did not finish in 0.2 s; it may still be running."
 
 
 def test_a_timeout_error_raised_by_the_tool_itself_is_a_failure_not_our_deadline() -> None:

@@ -1,0 +1,164 @@
+"""The sync API's event loops (issue 8, items 11 and 14): Ctrl-C during ``prompt()`` or a ``for`` over
+``stream()`` cancels the turn, which logs its partial answer, then raises ``KeyboardInterrupt`` with no asyncio noise;
+and a thread that used the sync API leaves nothing open once it ends (its loop, its connection pools).
+
+These run in subprocesses: SIGINT goes to a process, and a file-descriptor count is only meaningful in a process
+the test does not share with pytest.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.providers.servers import FakeOpenAI
+from threadline import AssistantMessage, UserMessage, llm, open_store
+from threadline.testing import ScriptedModel
+
+from ._support import call, calls
+
+SLOW_MODEL = """
+import asyncio, sys
+from threadline import llm, open_store
+from threadline.models.base import Model, ModelCapabilities, TextDelta
+
+class Slow(Model):
+    name = "slow"
+    capabilities = ModelCapabilities(tools=True, streaming=True)
+
+    async def stream(self, request):
+        for piece in ("Once", " upon", " a time"):
+            yield TextDelta(piece)
+        print("STALLED", flush=True)
+        await asyncio.sleep(3600)  # still generating when Ctrl-C comes
+
+store = open_store(sys.argv[2])
+builder = llm.model(Slow()).store(store).request("Tell me a story.")
+try:
+    if sys.argv[1] == "prompt":
+        builder.prompt()
+    else:
+        for piece in builder.stream():
+            pass
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+# The thread's loop is still usable after the interrupt.
+from threadline.testing import ScriptedModel
+print(llm.model(ScriptedModel(["still works"])).request("again").prompt(), flush=True)
+store.close()
+"""
+
+
+@pytest.mark.parametrize("how", ["prompt", "stream"])
+def test_ctrl_c_during_a_sync_call_logs_the_partial_answer_then_raises(how: str, tmp_path: Path) -> None:
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW_MODEL, encoding="utf-8")
+    url = f"sqlite://{tmp_path / 'store.db'}"
+    process = subprocess.Popen(
+        [sys.executable, str(script), how, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "STALLED\n"
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert out.splitlines() == ["KeyboardInterrupt", "still works"]
+    assert err == ""  # no traceback, no "Task was destroyed", no asyncgen noise
+
+    with open_store(url) as store:
+        [info] = store.list_conversations()
+        log = store.load(info.id)
+    log.validate()
+    assert [type(message) for message in log] == [UserMessage, AssistantMessage]
+    failure = log[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None
+    assert (failure.content, failure.error.type) == ("Once upon a time", "interrupted")
+
+
+def test_the_sigint_handler_is_put_back_after_a_sync_call() -> None:
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert llm.model(ScriptedModel(["ok"])).request("hi").prompt() == "ok"
+    assert list(llm.model(ScriptedModel(["fine"])).request("hi").stream())
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# -- resources of threads that used the sync API ------------------------------------------------------------------
+THREADS_SCRIPT = """
+import os, sys, threading
+from threadline import get_model, llm
+from threadline.testing import ScriptedModel
+
+def fds():
+    return len(os.listdir("/proc/self/fd"))
+
+def work():
+    for _ in range(2):  # a thread reuses its loop (and its pooled connection) between calls
+        model = ScriptedModel(["ok"]) if sys.argv[1] == "scripted" else get_model("openai:gpt-4o-mini")
+        assert llm.model(model).request("hi").prompt() == "ok"
+
+def run_threads(count):
+    for _ in range(count):
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+
+run_threads(1)  # warm up: lazy imports, the first certificate and proxy lookups
+before = fds()
+run_threads(int(sys.argv[2]))
+print(before, fds(), flush=True)
+"""
+
+
+def run_threads(tmp_path: Path, kind: str, count: int, env: dict[str, str] | None = None) -> tuple[int, int]:
+    script = tmp_path / "threads.py"
+    script.write_text(THREADS_SCRIPT, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), kind, str(count)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    before, after = map(int, done.stdout.split())
+    return before, after
+
+
+def test_threads_that_called_prompt_leave_no_event_loop_open(tmp_path: Path) -> None:
+    before, after = run_threads(tmp_path, "scripted", 40)
+    assert after == before  # three descriptors per thread stayed open before: its loop's selector and self-pipe
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake  # type: ignore[misc]
+
+
+def test_threads_that_called_an_http_model_leave_no_connection_open(server: FakeOpenAI, tmp_path: Path) -> None:
+    threads = 20
+    server.reply(*["ok"] * (2 * (threads + 1)))
+    env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-threads-0123456789"}
+    before, after = run_threads(tmp_path, "openai", threads, env)
+    assert after == before  # each thread's pooled connection is closed with its loop
+    assert server.count == 2 * (threads + 1)
+
+
+def test_a_sync_tool_can_call_the_sync_api() -> None:
+    """A tool running on a worker thread may run a turn of its own (an agent as a tool) through `prompt()`."""
+
+    def ask_expert(question: str) -> str:
+        """Ask another model."""
+        return llm.model(ScriptedModel([f"expert says: {question}"])).request(question).prompt()
+
+    model = ScriptedModel([calls(call("ask_expert", {"question": "why?"})), "done"])
+    conversation = llm.model(model).tools(ask_expert).request("go").prompt_conversation()
+    assert conversation.continuation.prompt() == "done"
+    assert conversation.messages[2].content == "expert says: why?"
