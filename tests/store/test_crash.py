@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from threadline import AssistantMessage, Conversation, MessageList, ToolMessage, UserMessage
-from threadline.loop import INTERRUPTED_TOOL
+from threadline.engine import INTERRUPTED_TOOL
 from threadline.store import open_store
 from threadline.testing import ScriptedModel
 

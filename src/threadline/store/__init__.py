@@ -19,11 +19,13 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import UserError
-from .base import ConversationInfo, ImportItem, PageInfo, Store
+from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo, Store
 
 __all__ = [
     "ConversationInfo",
+    "ConversationSummary",
     "ImportItem",
+    "MessagePage",
     "PageInfo",
     "Store",
     "default_path",
@@ -62,6 +64,8 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Store:
     if not isinstance(text, str) or not text.strip():
         raise UserError("a store URL must be a non-empty string")
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme:
+        _check_url(text)
     if scheme in ("postgresql", "postgres"):
         from .postgres import PostgresStore
 
@@ -75,6 +79,18 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Store:
     raise UserError(
         f"unknown store URL scheme {scheme!r}: use sqlite:///path/to/file.db, postgresql://…, memory:// or a file path"
     )
+
+
+def _check_url(text: str) -> None:
+    """Refuse a URL the standard parser cannot read (e.g. ``postgresql://[::1``) with a clear error that never shows
+    a password."""
+    from ._common import redact_url
+
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - reading the port is what validates it
+    except ValueError as exc:
+        raise UserError(f"malformed store URL {redact_url(text)!r}: {exc}") from None
 
 
 def _open_sqlite(text: str, scheme: str) -> Store:

@@ -1,6 +1,9 @@
 """Helpers every backend shares: timestamps, JSON values, argument checks, row mapping, error texts, URL redaction.
 
 Everything here is pure (no I/O), so each backend keeps only what is really its own: its SQL and its transactions.
+Text a store keeps outside messages (titles, modes, metadata, artifacts, pages, cache values) follows the log's rule
+here, as messages do in their constructors: lone surrogates become U+FFFD (see `threadline._text`), so no write
+fails on text that no database can hold.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from .._ids import new_id
-from ..errors import StoreError
+from .._text import replace_surrogates, replace_surrogates_in
+from ..errors import MessageListDeserializationError, StoreError
 from ..messages import Message, UserMessage
+from ..serialization import decode_message
 from .base import ConversationInfo, PageInfo
 
 __all__ = [
@@ -30,19 +35,25 @@ __all__ = [
     "conversation_exists",
     "conversation_from_row",
     "decode_json",
+    "different_message",
+    "distinct_messages",
     "encode_json",
     "encode_metadata",
     "format_ts",
+    "invalid_text",
     "missing_artifact",
     "missing_conversation",
+    "missing_message",
     "missing_page",
     "new_page",
     "now",
     "page_from_row",
     "parse_ts",
     "redact_url",
+    "same_stored",
     "slice_text",
     "store_closed",
+    "store_text",
     "title_of",
     "unique_messages",
 ]
@@ -74,15 +85,24 @@ def parse_ts(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
+def store_text(value: str | None) -> str | None:
+    """Text for a store column (a title, a mode) under the log's rule: lone surrogates become U+FFFD."""
+    return replace_surrogates(value) if isinstance(value, str) else value
+
+
 def encode_json(value: Any, what: str = "value") -> bytes:
-    """JSON bytes of a value (metadata, cache entries).
+    """JSON bytes of a value (metadata, cache entries); its strings follow the log's rule.
 
     Raises:
         StoreError: if the value is not JSON-serializable.
     """
     try:
-        return msgspec.json.encode(value)
-    except (TypeError, msgspec.EncodeError) as exc:
+        try:
+            return msgspec.json.encode(value)
+        except UnicodeEncodeError:
+            # Only text holding lone surrogates fails this way; cleaning first would cost every write a walk.
+            return msgspec.json.encode(replace_surrogates_in(value))
+    except (TypeError, ValueError, RecursionError, msgspec.EncodeError) as exc:
         raise StoreError(f"cannot store {what}: it is not JSON-serializable ({exc})") from None
 
 
@@ -97,12 +117,16 @@ def encode_metadata(metadata: Mapping[str, Any] | None) -> bytes:
 
 
 def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A plain dict copy of conversation metadata, refusing non-string keys."""
+    """A plain dict copy of conversation metadata under the log's text rule, refusing non-string keys."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping) or not all(isinstance(key, str) for key in metadata):
         raise StoreError("conversation metadata must be a mapping with string keys")
-    return dict(metadata)
+    try:
+        cleaned: dict[str, Any] = replace_surrogates_in(dict(metadata))
+    except ValueError as exc:
+        raise StoreError(f"cannot store metadata: {exc}") from None
+    return cleaned
 
 
 _ARTIFACT_NAME = re.compile(r"^[^/\\\x00]{1,200}$")
@@ -116,11 +140,13 @@ def check_artifact_name(conversation_id: str, name: str) -> None:
         raise ValueError("an artifact needs a conversation id")
 
 
-def check_artifact(conversation_id: str, name: str, content: str) -> None:
-    """The arguments of `save_artifact`: a usable name (see `check_artifact_name`) and text content."""
+def check_artifact(conversation_id: str, name: str, content: str) -> str:
+    """The arguments of `save_artifact`: a usable name (see `check_artifact_name`) and text content; returns the
+    content to store (under the log's text rule)."""
     check_artifact_name(conversation_id, name)
     if not isinstance(content, str):
         raise ValueError("artifact content must be a string")
+    return replace_surrogates(content)
 
 
 def artifact_uri(conversation_id: str, name: str) -> str:
@@ -139,8 +165,9 @@ def slice_text(text: str, offset: int, limit: int | None) -> str:
     return text[offset:] if limit is None else text[offset : offset + limit]
 
 
-def check_page(title: str, html: str, css: str, js: str) -> None:
-    """Refuse pages larger than the limits of ``Pages.generate_ui``."""
+def check_page(title: str, html: str, css: str, js: str) -> tuple[str, str, str, str]:
+    """Refuse pages larger than the limits of ``Pages.generate_ui``; returns ``(title, html, css, js)`` to store
+    (under the log's text rule)."""
     for name, value in (("title", title), ("html", html), ("css", css), ("js", js)):
         if not isinstance(value, str):
             raise ValueError(f"page {name} must be a string")
@@ -149,11 +176,12 @@ def check_page(title: str, html: str, css: str, js: str) -> None:
         size = len(parts[name])
         if size > limit:
             raise ValueError(f"page {name} is {size:,} characters; the limit is {limit:,}")
+    return replace_surrogates(title), replace_surrogates(html), replace_surrogates(css), replace_surrogates(js)
 
 
 def new_page(title: str, html: str, css: str, js: str, conversation_id: str | None) -> PageInfo:
     """A checked page (see `check_page`) with a new id, made now, for a backend that keeps its own clock."""
-    check_page(title, html, css, js)
+    title, html, css, js = check_page(title, html, css, js)
     return PageInfo(
         id=new_id(), conversation_id=conversation_id, title=title, html=html, css=css, js=js, created_at=now()
     )
@@ -207,9 +235,19 @@ def missing_artifact(conversation_id: str, name: str) -> StoreError:
     return StoreError(f"no artifact {name!r} in conversation {conversation_id!r}")
 
 
+def missing_message(conversation_id: str, message_id: str) -> StoreError:
+    """The error for a message id that names no message of the conversation."""
+    return StoreError(f"no message {message_id!r} in conversation {conversation_id!r}")
+
+
 def missing_page(page_id: str, where: str) -> StoreError:
     """The error for an id that names no page."""
     return StoreError(f"no page {page_id!r} in {where}")
+
+
+def invalid_text() -> str:
+    """Why a database refused a key (an id, a name) holding a lone surrogate, which no database text can hold."""
+    return "an id or name holds a lone surrogate (text that is not valid Unicode), which cannot be stored or looked up"
 
 
 def store_closed(where: str) -> StoreError:
@@ -218,14 +256,60 @@ def store_closed(where: str) -> StoreError:
 
 
 def unique_messages(messages: Sequence[Message]) -> list[Message]:
-    """The messages with repeated ids dropped (first one wins), so one append never stores an id twice."""
-    seen: set[str] = set()
+    """The messages with exact repeats dropped (same id and content), so one append never stores an id twice.
+
+    Raises:
+        StoreError: if two of them share an id but differ (one would silently replace the other).
+    """
+    seen: dict[str, Message] = {}
     out: list[Message] = []
     for message in messages:
-        if message.id not in seen:
-            seen.add(message.id)
+        prior = seen.get(message.id)
+        if prior is None:
+            seen[message.id] = message
             out.append(message)
+        elif prior is not message and prior != message:
+            raise StoreError(
+                f"two different messages to append share the id {message.id!r}; nothing was appended "
+                "(every message needs its own id)"
+            )
     return out
+
+
+def distinct_messages(messages: Sequence[Message], conversation_id: str) -> list[Message]:
+    """The messages of an imported conversation, which must all have their own ids.
+
+    Raises:
+        StoreError: naming the first repeated id (the import writes nothing).
+    """
+    seen: set[str] = set()
+    for position, message in enumerate(messages):
+        if message.id in seen:
+            raise StoreError(
+                f"conversation {conversation_id!r}: message {position} repeats the id {message.id!r} of an earlier "
+                "message; nothing was imported"
+            )
+        seen.add(message.id)
+    return list(messages)
+
+
+def same_stored(stored: bytes, encoded: bytes) -> bool:
+    """Whether a stored message and one being appended with the same id are the same message: the same bytes, or
+    (written by another version of the encoder) the same message once decoded."""
+    if stored == encoded:
+        return True
+    try:
+        return decode_message(stored) == decode_message(encoded)
+    except MessageListDeserializationError:
+        return False
+
+
+def different_message(conversation_id: str, message_id: str, where: str) -> StoreError:
+    """The error for appending a message whose id names a different message already in the conversation."""
+    return StoreError(
+        f"conversation {conversation_id!r} in {where} already holds a different message with id {message_id!r}; "
+        "nothing was appended (appending the same message again is fine, another one needs its own id)"
+    )
 
 
 def title_of(messages: Sequence[Message]) -> str | None:
@@ -237,13 +321,21 @@ def title_of(messages: Sequence[Message]) -> str | None:
     return None
 
 
+_USERINFO_PASSWORD = re.compile(r"(//[^/?#@:]*):[^/?#@]*@")
+
+
 def redact_url(url: str) -> str:
-    """The URL with any password replaced, so it can be shown in messages and ``store.url``."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """The URL with any password replaced, so it can be shown in messages and ``store.url`` (a URL too malformed to
+    parse is redacted by pattern, so an error about it never shows the password)."""
+    try:
+        parts = urlsplit(url)
+        password, port = parts.password, parts.port
+    except ValueError:
+        return _USERINFO_PASSWORD.sub(r"\1:***@", url)
+    if password is None:
         return url
     host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+    if port is not None:
+        host = f"{host}:{port}"
     user = f"{parts.username}:***@" if parts.username else ":***@"
     return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))

@@ -8,9 +8,19 @@ exists, and CLI commands use the same calls without an event loop.
 Guarantees every backend gives:
 
 - ``append`` is atomic (all of its messages or none), keeps their order, and is idempotent on message id (appending a
-  message whose id is already in the conversation does nothing);
+  message that is already in the conversation does nothing, so a retry after a crash is safe), while a *different*
+  message with an id the conversation already holds is refused with `StoreError` (nothing is appended);
 - concurrent writers (threads, processes, hosts) never lose or duplicate a message, each writer's order is kept, and
-  every reader sees one total order per conversation.
+  every reader sees one total order per conversation;
+- ``try_lease`` gives one writer at a time a conversation's lease, which a turn holds from the messages it adds to
+  its last answer, so no other writer's message lands inside its tool group; a lease dies with its holder.
+
+Each stored message has a sequence number (``seq``): increasing in the conversation's order, not necessarily
+consecutive. The viewer reads a log by sequence number (the newest page, older pages, what came after the last one it
+showed) without loading the whole log. The store keeps each conversation's list figures (latest model, failures) in
+step with every append, import and fork, and a full-text index of every message: a search covers every message
+stored before it (SQLite indexes what was appended since the last search, in bulk, before it searches, so an append
+pays nothing for the index).
 """
 
 from __future__ import annotations
@@ -19,11 +29,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..messages import Message, MessageList
 
-__all__ = ["ConversationInfo", "ImportItem", "PageInfo", "Store"]
+if TYPE_CHECKING:
+    from .leases import Lease
+
+__all__ = ["ConversationInfo", "ConversationSummary", "ImportItem", "MessagePage", "PageInfo", "Store"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +63,52 @@ class PageInfo:
     css: str
     js: str
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """A conversation as a list of conversations shows it (`Store.list_summaries`, `Store.search_conversations`).
+
+    Attributes:
+        info: Its metadata; ``info.updated_at`` is its last activity.
+        model: The model of its latest assistant message, if any.
+        failures: How many failed model calls its log holds.
+        forked_from: The conversation it was forked from, if it is a fork.
+        match_id: For a search by message text: the newest message that matched.
+        snippet: For a search by message text: a short excerpt of that message around the first match.
+    """
+
+    info: ConversationInfo
+    model: str | None = None
+    failures: int = 0
+    forked_from: str | None = None
+    match_id: str | None = None
+    snippet: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePage:
+    """A run of consecutive messages of one log, read by sequence number (`Store.read_tail`, `Store.read_after`).
+
+    Attributes:
+        messages: The messages, in log order.
+        seqs: Their sequence numbers (same length and order as ``messages``).
+        has_older: Whether the log holds messages before the first one here.
+    """
+
+    messages: list[Message]
+    seqs: list[int]
+    has_older: bool = False
+
+    @property
+    def first_seq(self) -> int | None:
+        """The sequence number of the first message, or None for an empty page."""
+        return self.seqs[0] if self.seqs else None
+
+    @property
+    def last_seq(self) -> int | None:
+        """The sequence number of the last message, or None for an empty page."""
+        return self.seqs[-1] if self.seqs else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,20 +166,106 @@ class Store(ABC):
 
     # The log
     @abstractmethod
-    def append(self, conversation_id: str, messages: Iterable[Message]) -> None:
-        """Append messages atomically, in order; messages whose id is already stored are skipped."""
+    def append(self, conversation_id: str, messages: Iterable[Message], *, expected_count: int | None = None) -> None:
+        """Append messages atomically, in order; messages already stored (same id, same content) are skipped.
+
+        Args:
+            conversation_id: The conversation.
+            messages: The messages, in order.
+            expected_count: If given, append only if the conversation holds exactly this many messages (the
+                writer's view of the log is complete); otherwise raise `ConversationBusy` and append nothing.
+
+        Raises:
+            StoreError: if the conversation does not exist, or holds a different message with one of these ids
+                (then nothing is appended).
+            ConversationBusy: if ``expected_count`` is given and does not match.
+        """
 
     @abstractmethod
     def load(self, conversation_id: str) -> MessageList:
         """The whole log, in the store's total order."""
 
     @abstractmethod
+    def read_tail(self, conversation_id: str, limit: int, *, before: int | None = None) -> MessagePage:
+        """The ``limit`` newest messages whose sequence number is below ``before`` (the newest of all when None),
+        in log order, without reading the rest of the log.
+
+        Raises:
+            StoreError: if there is no conversation with that id.
+            ValueError: if ``limit`` is below 1.
+        """
+
+    @abstractmethod
+    def read_after(self, conversation_id: str, after: int, limit: int | None = None) -> MessagePage:
+        """Messages whose sequence number is above ``after`` (at most ``limit``), in log order: what was appended
+        since a reader last looked. ``after=-1`` reads from the start.
+
+        Raises:
+            StoreError: if there is no conversation with that id.
+        """
+
+    @abstractmethod
+    def message_seq(self, conversation_id: str, message_id: str) -> int:
+        """The sequence number of one message.
+
+        Raises:
+            StoreError: if the conversation has no message with that id.
+        """
+
+    @abstractmethod
+    def list_summaries(self, limit: int = 50, offset: int = 0) -> list[ConversationSummary]:
+        """Conversations, most recently active first, with the figures a list shows (model, failures, fork)."""
+
+    @abstractmethod
+    def search_conversations(self, query: str, limit: int = 50, offset: int = 0) -> list[ConversationSummary]:
+        """Conversations whose title or one of whose messages holds every word of ``query`` (words match as
+        prefixes, case-insensitively), most recently active first. A match in a message sets ``match_id`` and
+        ``snippet``. A query with no words matches nothing.
+        """
+
+    @abstractmethod
+    def fork_conversation(
+        self, conversation_id: str, at: str, *, title: str | None = None, id: str | None = None
+    ) -> ConversationInfo:
+        """Copy a conversation's log up to message ``at`` into a new conversation, recorded as forked from
+        ``<conversation_id>@<at>`` (``metadata["forked_from"]``). When ``at`` made tool calls (or is one of their
+        results), the fork keeps the rest of that tool group, so it never ends half-answered. The original is left
+        untouched. The fork takes the original's title unless ``title`` is given, and its active mode.
+
+        Raises:
+            StoreError: if there is no such conversation or message, or ``id`` is taken.
+        """
+
+    @abstractmethod
+    def list_forks(self, conversation_id: str) -> list[ConversationInfo]:
+        """The conversations forked from this one, oldest first (``metadata["forked_from"]["message"]`` says
+        where each one left it)."""
+
+    @abstractmethod
     def import_conversations(self, items: Sequence[ImportItem]) -> list[ConversationInfo]:
         """Create whole conversations (ids, titles, timestamps and logs as given) in one transaction: all or none.
 
         Raises:
-            StoreError: if any of the ids already exists (then nothing is written).
+            StoreError: if any of the ids already exists, or two messages of one conversation share an id (then
+                nothing is written).
         """
+
+    def try_lease(self, conversation_id: str) -> Lease | None:
+        """Take the conversation's writer lease if no other writer holds it; never waits.
+
+        A turn holds the lease from the messages it adds to its last answer, so writers take turns instead of
+        interleaving. The lease is released with `Lease.release`, and dies with its holder (a killed process leaves
+        nothing stuck). The conversation need not exist yet.
+
+        This default excludes writers of this process only (one table per store object); backends shared between
+        processes (SQLite, PostgreSQL) override it.
+
+        Returns:
+            The held lease, or None when another writer holds it.
+        """
+        from .leases import local_leases
+
+        return local_leases(self).try_lease(conversation_id)
 
     # Artifacts
     @abstractmethod
@@ -150,6 +295,10 @@ class Store(ABC):
     @abstractmethod
     def get_page(self, page_id: str) -> PageInfo:
         """A saved page. Raises `StoreError` if there is none with that id."""
+
+    @abstractmethod
+    def list_pages(self, conversation_id: str) -> list[PageInfo]:
+        """The pages saved under a conversation, oldest first (none for an unknown id)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
         """Release connections."""

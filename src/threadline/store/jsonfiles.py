@@ -118,7 +118,12 @@ def _timestamp(value: Any, key: str) -> datetime | None:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
         except ValueError:
             raise _Bad(f"{key}: {value!r} is not an ISO timestamp", key) from None
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=UTC)
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:  # e.g. 9999-12-31T23:59:59-01:00: one second after the last UTC time there is
+            raise _Bad(f"{key}: {value!r} is outside the range of UTC times", key) from None
     raise _Bad(f"{key}: expected an ISO timestamp or epoch milliseconds, got {_kind(value)}", key)
 
 
@@ -209,10 +214,13 @@ def _tool_call(call: Any, index: int) -> ToolCall:
         raise _Bad(f"{where}.arguments: expected a JSON string or an object, got {_kind(raw)}", "tool_calls")
     try:
         arguments = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to parse
         arguments = None
     if isinstance(arguments, dict):
-        return ToolCall(id=call["id"], name=name, arguments=arguments)
+        try:
+            return ToolCall(id=call["id"], name=name, arguments=arguments)
+        except ValueError:
+            pass  # Nested too deeply to keep as a value (see threadline._text.MAX_NESTING): kept as text below.
     # Kept verbatim, as the log keeps arguments that were not a JSON object.
     return ToolCall(id=call["id"], name=name, raw_arguments=raw)
 
@@ -265,6 +273,8 @@ def message_from_file(item: Any, names: Mapping[str, str] | None = None) -> Mess
         return _message(item, names or {})
     except _Bad as exc:
         raise MessageListDeserializationError(str(exc), field=exc.field) from None
+    except ValueError as exc:  # what a message constructor refuses (a value nested too deeply)
+        raise MessageListDeserializationError(str(exc)) from None
 
 
 def _message(item: Any, names: Mapping[str, str]) -> Message:
@@ -400,6 +410,8 @@ def _messages_from_data(data: Any) -> list[Message]:
             raise MessageListDeserializationError(
                 f"messages[{position}]: {exc}", position=position, field=exc.field
             ) from None
+        except ValueError as exc:  # what a message constructor refuses (a value nested too deeply)
+            raise MessageListDeserializationError(f"messages[{position}]: {exc}", position=position) from None
         if isinstance(message, AssistantMessage):
             names.update((call.id, call.name) for call in message.tool_calls)
         out.append(message)
@@ -415,10 +427,30 @@ def _checked(messages: list[Message], where: str) -> list[Message]:
 
 
 def _read_json(path: Path) -> Any:
+    data = path.read_bytes()
     try:
-        return msgspec.json.decode(path.read_bytes())
-    except (msgspec.DecodeError, RecursionError) as exc:
+        return msgspec.json.decode(data)
+    except UnicodeDecodeError as exc:
+        raise MessageListDeserializationError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); JSON files are UTF-8"
+        ) from None
+    except RecursionError:
+        raise MessageListDeserializationError(f"{path}: not valid JSON for a log: nested too deeply") from None
+    except msgspec.DecodeError as exc:
+        if "surrogate" not in str(exc):
+            raise MessageListDeserializationError(f"{path}: not valid JSON: {exc}") from None
+    # "\ud800" escapes of lone surrogates: JSON allows them, msgspec does not; the stdlib decoder reads them, and the
+    # message constructors apply the log's text rule (U+FFFD).
+    try:
+        return json.loads(data, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise MessageListDeserializationError(f"{path}: not valid JSON for a log: nested too deeply") from None
+    except ValueError as exc:
         raise MessageListDeserializationError(f"{path}: not valid JSON: {exc}") from None
+
+
+def _refuse_constant(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
 
 
 # -- whole files and layouts -----------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 from .._ids import new_id
 from ..errors import StoreError
 from ..messages import Message, MessageList
-from ..serialization import decode_messages, encode_message
+from ..serialization import decode_message, decode_messages, encode_message
 from ._common import (
     artifact_uri,
     check_artifact,
@@ -24,16 +24,23 @@ from ._common import (
     check_slice,
     conversation_exists,
     decode_json,
+    different_message,
+    distinct_messages,
     encode_json,
     missing_artifact,
     missing_conversation,
+    missing_message,
     missing_page,
     new_page,
     now,
+    same_stored,
     slice_text,
+    store_text,
     unique_messages,
 )
-from .base import ConversationInfo, ImportItem, PageInfo, Store
+from ._search import conversation_figures, fork_end, query_words, search_text, snippet, words_match
+from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo, Store
+from .leases import appended_behind
 
 __all__ = ["MemoryStore"]
 
@@ -47,8 +54,29 @@ class _Conversation:
     active_mode: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     rows: list[bytes] = field(default_factory=list)
-    ids: set[str] = field(default_factory=set)
+    ids: dict[str, int] = field(default_factory=dict)  # message id -> seq (its index in rows)
+    texts: list[str] = field(default_factory=list)  # each row's search text
     artifacts: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+    failures: int = 0
+    forked_from: str | None = None
+
+    def add(self, message: Message, data: bytes) -> bool:
+        """Store one message unless its id is here already; keeps the figures and search text in step."""
+        if message.id in self.ids:
+            return False
+        self.ids[message.id] = len(self.rows)
+        self.rows.append(data)
+        self.texts.append(search_text(message))
+        model, failures = conversation_figures((message,))
+        self.model = model or self.model
+        self.failures += failures
+        return True
+
+    def summary(self, match_id: str | None = None, snippet: str | None = None) -> ConversationSummary:
+        return ConversationSummary(
+            self.info(), self.model, self.failures, self.forked_from, match_id=match_id, snippet=snippet
+        )
 
     def info(self) -> ConversationInfo:
         return ConversationInfo(
@@ -88,7 +116,7 @@ class MemoryStore(Store):
             if conversation_id in self._conversations:
                 raise conversation_exists(conversation_id, self.url)
             stamp = now()
-            conversation = _Conversation(conversation_id, title, stamp, stamp, metadata=extra)
+            conversation = _Conversation(conversation_id, store_text(title), stamp, stamp, metadata=extra)
             self._conversations[conversation_id] = conversation
             return conversation.info()
 
@@ -120,9 +148,9 @@ class MemoryStore(Store):
             merged = {**conversation.metadata, **extra}
             encode_json(merged, "metadata")
             if title is not None:
-                conversation.title = title
+                conversation.title = store_text(title)
             if active_mode is not None:
-                conversation.active_mode = active_mode
+                conversation.active_mode = store_text(active_mode)
             conversation.metadata = merged
             conversation.updated_at = now()
             return conversation.info()
@@ -132,17 +160,21 @@ class MemoryStore(Store):
             self._get(conversation_id)
             del self._conversations[conversation_id]
 
-    def append(self, conversation_id: str, messages: Iterable[Message]) -> None:
+    def append(self, conversation_id: str, messages: Iterable[Message], *, expected_count: int | None = None) -> None:
         items = unique_messages(list(messages))
-        rows = [(message.id, encode_message(message)) for message in items]
+        rows = [(message, encode_message(message)) for message in items]
         with self._lock:
             conversation = self._get(conversation_id)
             if not rows:
                 return
-            for message_id, data in rows:
-                if message_id not in conversation.ids:
-                    conversation.ids.add(message_id)
-                    conversation.rows.append(data)
+            if expected_count is not None and len(conversation.rows) != expected_count:
+                raise appended_behind(conversation_id, expected_count, len(conversation.rows))
+            for message, data in rows:
+                seq = conversation.ids.get(message.id)
+                if seq is not None and not same_stored(conversation.rows[seq], data):
+                    raise different_message(conversation_id, message.id, self.url)
+            for message, data in rows:
+                conversation.add(message, data)
             conversation.updated_at = now()
 
     def load(self, conversation_id: str) -> MessageList:
@@ -150,22 +182,111 @@ class MemoryStore(Store):
             rows = list(self._get(conversation_id).rows)
         return MessageList._from_trusted(decode_messages(rows))
 
+    def read_tail(self, conversation_id: str, limit: int, *, before: int | None = None) -> MessagePage:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        with self._lock:
+            rows = self._get(conversation_id).rows
+            end = len(rows) if before is None else max(0, min(before, len(rows)))
+            start = max(0, end - limit)
+            chosen = rows[start:end]
+        return MessagePage(decode_messages(chosen), list(range(start, end)), start > 0)
+
+    def read_after(self, conversation_id: str, after: int, limit: int | None = None) -> MessagePage:
+        check_slice(0, limit)
+        with self._lock:
+            rows = self._get(conversation_id).rows
+            start = max(0, after + 1)
+            end = len(rows) if limit is None else min(len(rows), start + limit)
+            chosen = rows[start:end]
+        return MessagePage(decode_messages(chosen), list(range(start, start + len(chosen))), bool(chosen) and start > 0)
+
+    def message_seq(self, conversation_id: str, message_id: str) -> int:
+        with self._lock:
+            seq = self._get(conversation_id).ids.get(message_id)
+        if seq is None:
+            raise missing_message(conversation_id, message_id)
+        return seq
+
+    def _ordered(self) -> list[_Conversation]:
+        return sorted(self._conversations.values(), key=lambda c: (c.updated_at, c.id), reverse=True)
+
+    def list_summaries(self, limit: int = 50, offset: int = 0) -> list[ConversationSummary]:
+        check_slice(offset, limit)
+        with self._lock:
+            return [c.summary() for c in self._ordered()[offset : offset + limit]]
+
+    def search_conversations(self, query: str, limit: int = 50, offset: int = 0) -> list[ConversationSummary]:
+        check_slice(offset, limit)
+        words = query_words(query)
+        if not words:
+            return []
+        found: list[ConversationSummary] = []
+        with self._lock:
+            for conversation in self._ordered():
+                hit = next(
+                    (
+                        seq
+                        for seq in range(len(conversation.texts) - 1, -1, -1)
+                        if words_match(words, conversation.texts[seq])
+                    ),
+                    None,
+                )
+                if hit is not None:
+                    message_id = decode_message(conversation.rows[hit]).id
+                    found.append(conversation.summary(message_id, snippet(conversation.texts[hit], words)))
+                elif all(word in (conversation.title or "").lower() for word in words):
+                    found.append(conversation.summary())
+        return found[offset : offset + limit]
+
+    def fork_conversation(
+        self, conversation_id: str, at: str, *, title: str | None = None, id: str | None = None
+    ) -> ConversationInfo:
+        fork_id = id or new_id()
+        with self._lock:
+            source = self._get(conversation_id)
+            seq = source.ids.get(at)
+            if seq is None:
+                raise missing_message(conversation_id, at)
+            if fork_id in self._conversations:
+                raise conversation_exists(fork_id, self.url)
+            messages = decode_messages(source.rows)
+            cut = seq + 1 + fork_end(messages[seq + 1 :])
+            stamp = now()
+            fork = _Conversation(
+                fork_id,
+                title or source.title,
+                stamp,
+                stamp,
+                active_mode=source.active_mode,
+                metadata={**source.metadata, "forked_from": {"conversation": conversation_id, "message": at}},
+                forked_from=conversation_id,
+            )
+            for message, data in zip(messages[:cut], source.rows[:cut], strict=True):
+                fork.add(message, data)
+            self._conversations[fork_id] = fork
+            return fork.info()
+
+    def list_forks(self, conversation_id: str) -> list[ConversationInfo]:
+        with self._lock:
+            forks = [c for c in self._conversations.values() if c.forked_from == conversation_id]
+            return [c.info() for c in sorted(forks, key=lambda c: (c.created_at, c.id))]
+
     def import_conversations(self, items: Sequence[ImportItem]) -> list[ConversationInfo]:
         prepared: list[_Conversation] = []
         for item in items:
             info = item.info
             conversation = _Conversation(
                 info.id,
-                info.title,
+                store_text(info.title),
                 info.created_at,
                 info.updated_at,
-                active_mode=info.active_mode,
+                active_mode=store_text(info.active_mode),
                 metadata=check_metadata(info.metadata),
             )
             encode_json(conversation.metadata, "metadata")
-            for message in unique_messages(list(item.messages)):
-                conversation.ids.add(message.id)
-                conversation.rows.append(encode_message(message))
+            for message in distinct_messages(item.messages, info.id):
+                conversation.add(message, encode_message(message))
             prepared.append(conversation)
         with self._lock:
             for conversation in prepared:
@@ -178,7 +299,7 @@ class MemoryStore(Store):
             return [c.info() for c in prepared]
 
     def save_artifact(self, conversation_id: str, name: str, content: str) -> str:
-        check_artifact(conversation_id, name, content)
+        content = check_artifact(conversation_id, name, content)
         with self._lock:
             self._get(conversation_id).artifacts[name] = content
         return artifact_uri(conversation_id, name)
@@ -216,6 +337,11 @@ class MemoryStore(Store):
         if page is None:
             raise missing_page(page_id, self.url)
         return page
+
+    def list_pages(self, conversation_id: str) -> list[PageInfo]:
+        with self._lock:
+            pages = [page for page in self._pages.values() if page.conversation_id == conversation_id]
+        return sorted(pages, key=lambda page: (page.created_at, page.id))
 
     def __repr__(self) -> str:
         return f"<MemoryStore {len(self._conversations)} conversations>"

@@ -6,15 +6,20 @@ refuses a database that has applied steps this code does not know — a newer th
 risk the user's data.
 
 Steps are only ever appended. A released step is never edited: a change to the schema is a new step.
+
+A step may also carry a ``backfill``: Python that fills what its statements made from the data already there (the
+search index of existing logs), run right after them in the same transaction, so a database is never left with a new
+table half filled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StoreError
+from ._backfill import postgres_viewer_backfill, sqlite_viewer_backfill
 
 __all__ = ["POSTGRES_MIGRATIONS", "SQLITE_MIGRATIONS", "Migration", "MigrationState", "pending_migrations"]
 
@@ -23,13 +28,16 @@ MIGRATIONS_TABLE = "threadline_migrations"
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One schema step: a name (recorded) and the statements that make it.
+    """One schema step: a name (recorded), the statements that make it, and optionally a backfill.
 
     ``{prefix}`` in a statement is replaced by the backend's table qualifier (a PostgreSQL schema, or nothing).
+    ``backfill(connection_or_cursor, prefix)`` runs after the statements, in the same transaction: a SQLite
+    connection on SQLite, a psycopg cursor on PostgreSQL.
     """
 
     name: str
     statements: tuple[str, ...]
+    backfill: Callable[[Any, str], None] | None = None
 
     def sql(self, prefix: str = "") -> list[str]:
         """The statements with the table qualifier filled in."""
@@ -126,6 +134,33 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         # `list_conversations` pages by most recent update; without this it sorts the whole table every time.
         ("CREATE INDEX conversations_by_update ON conversations (updated_at DESC, id DESC)",),
     ),
+    Migration(
+        "pages_by_conversation",
+        # `list_pages` (``threadline logs show``) reads one conversation's pages; without this it scans every page.
+        ("CREATE INDEX pages_by_conversation ON pages (conversation_id, created_at, id)",),
+    ),
+    Migration(
+        "viewer_reads_search_forks",
+        (
+            # The viewer reads a log by sequence number from its newest end (a page, then older pages, then what
+            # came after): without this index every page would sort the whole conversation.
+            "CREATE UNIQUE INDEX messages_by_seq ON messages (conversation, seq)",
+            # The list's figures, kept by every append so a list of 10,000 conversations reads no message.
+            "ALTER TABLE conversations ADD COLUMN last_model TEXT",
+            "ALTER TABLE conversations ADD COLUMN failures INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE conversations ADD COLUMN forked_from TEXT",
+            "CREATE INDEX conversations_by_origin ON conversations (forked_from) WHERE forked_from IS NOT NULL",
+            # The search index: one row per message, rowid = conversation key << 32 | seq, so a conversation's
+            # rows are one rowid range (deleted and copied as such) and a hit names its message.
+            "CREATE VIRTUAL TABLE message_search USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')",
+            # Messages from seq ``indexed_to`` on are not in the index yet. FTS5 writes a new segment per
+            # transaction, which would cost a one-message append two thirds of its speed; so appends leave the
+            # index alone and a search first indexes, in bulk, whatever was appended since the last one.
+            "ALTER TABLE conversations ADD COLUMN indexed_to INTEGER NOT NULL DEFAULT 0",
+            "CREATE INDEX conversations_unindexed ON conversations (key) WHERE indexed_to < next_seq",
+        ),
+        backfill=sqlite_viewer_backfill,
+    ),
 )
 
 # -- PostgreSQL ------------------------------------------------------------------------------------------------------
@@ -174,5 +209,22 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "conversations_by_update",
         ("CREATE INDEX conversations_by_update ON {prefix}conversations (updated_at DESC, id DESC)",),
+    ),
+    Migration(
+        "pages_by_conversation",
+        ("CREATE INDEX pages_by_conversation ON {prefix}pages (conversation_id, created_at, id)",),
+    ),
+    Migration(
+        "viewer_reads_search_forks",
+        (
+            "ALTER TABLE {prefix}conversations ADD COLUMN last_model TEXT",
+            "ALTER TABLE {prefix}conversations ADD COLUMN failures BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE {prefix}conversations ADD COLUMN forked_from TEXT",
+            "CREATE INDEX conversations_by_origin ON {prefix}conversations (forked_from) WHERE forked_from IS NOT NULL",
+            # Each message's search vector ('simple': no stemming, so every language is found as written).
+            "ALTER TABLE {prefix}messages ADD COLUMN search TSVECTOR",
+            "CREATE INDEX messages_search ON {prefix}messages USING gin (search)",
+        ),
+        backfill=postgres_viewer_backfill,
     ),
 )
