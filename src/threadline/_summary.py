@@ -8,16 +8,17 @@ memory without one), so rebuilding the same window costs no model call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .models.base import ModelRequest, ModelResponse, ModelSettings, TextDelta
 
 if TYPE_CHECKING:
+    from .messages import MessageList
     from .models.base import Model
 
-__all__ = ["SUMMARY_INSTRUCTIONS", "summarize", "transcript"]
+__all__ = ["SUMMARY_INSTRUCTIONS", "summarize", "summary_of_span", "transcript"]
 
 SUMMARY_INSTRUCTIONS = (
     "You summarize the earlier part of a conversation so it can continue without it. Write at most a short "
@@ -85,3 +86,47 @@ async def summarize(model: Model, previous: str | None, messages: Sequence[Messa
             response = event
     text = (response.content if response is not None and response.content is not None else "".join(parts)).strip()
     return text
+
+
+async def summary_of_span(
+    messages: MessageList,
+    head: int,
+    cut: int,
+    conversation_id: str,
+    summarizer: Model | str,
+    cache_get: Callable[[str], Any],
+    cache_put: Callable[[str, Any], None],
+) -> str | None:
+    """A summary of ``messages[head:cut]`` (what the window dropped), rolled forward from the last one and cached by
+    span through ``cache_get``/``cache_put``; None when the summarizer fails (the window is then sent without it)."""
+    from .models import get_model
+
+    first, last = messages[head].id, messages[cut - 1].id
+    span_key = f"summary:{conversation_id}:{first}:{last}"
+    latest_key = f"summary:{conversation_id}:latest"
+    cached = cache_get(span_key)
+    if isinstance(cached, str):
+        return cached
+    previous: str | None = None
+    start = head
+    latest = cache_get(latest_key)
+    if isinstance(latest, dict):
+        index = latest.get("upto_index")
+        if (
+            isinstance(index, int)
+            and head <= index < cut
+            and messages[index].id == latest.get("upto_id")
+            and isinstance(latest.get("text"), str)
+        ):
+            previous, start = latest["text"], index + 1
+    try:
+        text = await summarize(get_model(summarizer), previous, list(messages[start:cut]))
+    except Exception as exc:  # a failed summary must not fail the turn: the window is sent without it
+        import logging
+
+        logging.getLogger("threadline").warning("summarizer failed, sending the window without a summary: %s", exc)
+        return None
+    if text:
+        cache_put(span_key, text)
+        cache_put(latest_key, {"upto_index": cut - 1, "upto_id": last, "text": text})
+    return text or None

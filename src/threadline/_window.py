@@ -1,10 +1,14 @@
 """Choosing the window of the log a request carries (the hot path of `ContextBuilder.build`).
 
-The log is walked newest first in *units*: one user, system or plain assistant message, or an assistant message with
-tool calls together with its results. The newest unit and the latest user message are always kept (the latest
-user message's cost is reserved before anything else is considered); older units are kept while they fit; units of
-the current turn that do not fit are dropped oldest first; and once anything has not fitted, nothing older than the
-latest user message is kept. The walk stops there, so its cost follows what is kept, not the length of the log.
+The system messages at the head of the log — the caller's opening instructions, e.g. ``.agent(text)`` — are always
+sent, and their cost is reserved first: they are log content, not history to trim. The rest of the log is walked
+newest first in *units*: one user, system or plain assistant message, or an assistant message with tool calls
+together with its results (a system message recorded between a call and its result travels with the unit, after the
+results, since providers want results right after their call). The newest unit and the latest user message are always
+kept (the latest user message's cost is reserved before anything else is considered); older units are kept while they
+fit; units of the current turn that do not fit are dropped oldest first; and once anything has not fitted, nothing
+older than the latest user message is kept. The walk stops there, so its cost follows what is kept, not the length of
+the log.
 
 Written for speed: one loop, tuples for units, the default token estimate inlined.
 """
@@ -16,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage, content_for_model
+from ._artifact_names import artifact_name
+from .messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage, content_for_model
 
 if TYPE_CHECKING:
     from .context import ContextReport, ContextSettings
@@ -64,8 +69,9 @@ def select_window(
     artifacts: Callable[[str, str], str] | None,
     report: ContextReport,
     cache: dict[Any, Any] | None = None,
-) -> tuple[list[Message], int]:
-    """The log messages to send, in order, and the index of the cut (messages ``[0, cut)`` are left out).
+) -> tuple[list[Message], int, int]:
+    """The log messages to send, in order; ``head``, the number of system messages opening the log (always sent);
+    and the index of the cut: messages ``[head, cut)`` are left out by the budget.
 
     Fills ``report`` (kept ids, explicit drops with reasons, synthetic results, artifacts, costs, over_budget).
     ``count`` None means the default estimate of four characters per token.
@@ -93,14 +99,31 @@ def select_window(
             break
         latest_user -= 1
 
+    # The caller's opening instructions are sent whatever the window; their cost is reserved like the latest user
+    # message's. Scanning them costs only their number.
+    size = len(items)
+    head: list[Message] = []
+    head_end = 0
+    while head_end < size and type(items[head_end]) is SystemMessage:
+        opening = items[head_end]
+        if include_ui or opening.meta.include_in_context:
+            text = opening.content  # type: ignore[assignment]  # a SystemMessage: always text
+            head.append(opening)
+            used_messages += 1
+            used_chars += len(text)
+            used_tokens += (count(text) if count is not None else (len(text) + 3) // 4) + 4
+        else:
+            explicit.append(DroppedMessage(opening.id, "ui_only"))
+        head_end += 1
+
     units: list[Sequence[Message]] = []  # newest first
     unit: Sequence[Message]
     ids: Sequence[str]
     kept_ids: list[str] = []  # newest first
     seen_user = latest_user < 0
     stopped: str | None = None
-    index = len(items) - 1
-    while index >= 0:
+    index = size - 1
+    while index >= head_end:
         message = items[index]
         if not include_ui and not message.meta.include_in_context:
             explicit.append(DroppedMessage(message.id, "ui_only"))
@@ -170,13 +193,13 @@ def select_window(
         used_messages > max_messages or used_chars > max_chars or (max_tokens is not None and used_tokens > max_tokens)
     )
     kept_ids.reverse()
-    report.kept = kept_ids
+    report.kept = [message.id for message in head] + kept_ids if head else kept_ids
     report.chars = used_chars
     report.estimated_tokens = used_tokens
-    out: list[Message] = []
+    out: list[Message] = head
     for kept in reversed(units):
         out.extend(kept)
-    return out, index + 1
+    return out, head_end, index + 1
 
 
 class _Shaper:
@@ -209,10 +232,12 @@ class _Shaper:
         if not self.include:
             shown = f"[tool result omitted from context: {len(content)} characters]"
         else:
+            # Tool-call ids may be anything (a '/', '..', a NUL): the artifact is named safely after the id.
+            name = artifact_name(result.tool_call_id)
             if self.artifacts is not None:
-                uri = self.artifacts(result.tool_call_id, content)
+                uri = self.artifacts(name, content)
             else:
-                uri = f"artifact://{self.conversation_id or '_'}/{result.tool_call_id}"
+                uri = f"artifact://{self.conversation_id or '_'}/{name}"
             self.report.artifacts.append(uri)
             shown = (
                 f"{content[: self.limit]}\n…\n[{len(content)} characters in all; showing the first {self.limit}]\n"
@@ -251,6 +276,11 @@ def _tool_group(
     """
 
     results: list[ToolMessage] = []
+    # System messages recorded between the call and its results (newest first; rare, so made only when met), and
+    # how many results came after the newest of them.
+    interleaved: list[Message] | None = None
+    after_system = 0
+    newest_system = -1
     j = index
     while j >= 0:
         candidate = items[j]
@@ -266,27 +296,40 @@ def _tool_group(
             explicit.append(DroppedMessage(candidate.id, "ui_only"))
             j -= 1
             continue
+        if type(candidate) is SystemMessage and results:
+            if interleaved is None:
+                interleaved = []
+                after_system, newest_system = len(results), j
+            interleaved.append(candidate)
+            j -= 1
+            continue
         break
     owner = items[j] if j >= 0 else None
     if type(owner) is not AssistantMessage or not owner.tool_calls:
+        if interleaved:
+            # Only the results after the newest system message are orphans; the walk goes on from that message.
+            explicit.extend(DroppedMessage(result.id, "orphan") for result in results[:after_system])
+            shaper.next_index = newest_system
+            return None
         explicit.extend(DroppedMessage(result.id, "orphan") for result in results)
         shaper.next_index = j
         return None
     shaper.next_index = j - 1
     calls = owner.tool_calls
     results.reverse()
-    cache = shaper.cache
+    cache = shaper.cache if interleaved is None else None  # rare: such units are shaped every time
     if cache is not None:
         hit = cache.get(owner.id)
-        if (
-            hit is not None
-            and hit[0] is owner
-            and len(hit[1]) == len(results)
-            and all(a is b for a, b in zip(hit[1], results, strict=True))
-        ):
-            shaper.report.artifacts.extend(hit[3])
-            cached: tuple[list[Message], list[str], int, int] = hit[2]
-            return cached
+        if hit is not None and hit[0] is owner and len(hit[1]) == len(results):
+            # A plain loop, not all(<generator>): this runs for every kept tool unit of every request.
+            for known, result in zip(hit[1], results, strict=True):  # lengths checked just above
+                if known is not result:
+                    break
+            else:
+                if hit[3]:
+                    shaper.report.artifacts.extend(hit[3])
+                cached: tuple[list[Message], list[str], int, int] = hit[2]
+                return cached
     ordered: list[ToolMessage | None]
     if len(results) == len(calls) and all(r.tool_call_id == c.id for r, c in zip(results, calls, strict=True)):
         ordered = list(results)  # the usual case: one result per call, in call order
@@ -318,6 +361,13 @@ def _tool_group(
         content = shaped.content
         chars += len(content)
         tokens += (count(content) if count is not None else (len(content) + 3) // 4) + 4
+    if interleaved is not None:
+        for note in reversed(interleaved):
+            unit.append(note)
+            ids.append(note.id)
+            content = note.content  # type: ignore[assignment]
+            chars += len(content)
+            tokens += (count(content) if count is not None else (len(content) + 3) // 4) + 4
     group = (unit, ids, chars, tokens)
     if cache is not None and complete and len(results) == len(calls):
         # Units with synthetic results or dropped duplicates are not cached: they change as results arrive.

@@ -12,7 +12,7 @@ applies the deltas to a `Conversation` (a new one, or the one ``conversation.con
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,15 +21,26 @@ import msgspec
 from ._ids import new_id
 from ._sync import in_event_loop, iterate_sync, run_sync
 from .conversation import MODES, Conversation, split_settings
+from .engine import TurnOptions, TurnResult, run_turn
 from .errors import OutputValidationError, UserError
-from .loop import repair_pending, run_turn
-from .messages import DEFAULT_META, Attachment, Message, MessageMeta, SystemMessage, assistant, user
+from .messages import (
+    DEFAULT_META,
+    AssistantMessage,
+    Attachment,
+    Message,
+    MessageMeta,
+    SystemMessage,
+    assistant,
+    user,
+)
 from .models.base import Model, ResponseFormat
 
 if TYPE_CHECKING:
+    import pydantic
+
     from .store.base import Store
 
-__all__ = ["PromptBuilder", "TextStream", "llm"]
+__all__ = ["ROUND_BREAK", "PromptBuilder", "TextStream", "llm"]
 
 T = TypeVar("T")
 
@@ -133,16 +144,14 @@ class PromptBuilder:
 
     def tools(self, *tools: Any) -> PromptBuilder:
         """Offer tools: functions, `Tool`s, `Toolset`s, or a callable ``(conversation) -> tools``."""
-        from .tools import DynamicTools, Tool, Toolset, as_tool
+        from .tools import DynamicTools, Tool, Toolset, as_tool, is_dynamic_provider
 
         checked: list[Any] = []
         for item in tools:
             if isinstance(item, (Tool, Toolset, DynamicTools)):
                 checked.append(item)
             elif callable(item):
-                from .tools import _is_dynamic_provider
-
-                checked.append(item if _is_dynamic_provider(item) else as_tool(item))
+                checked.append(item if is_dynamic_provider(item) else as_tool(item))
             else:
                 raise UserError(f"not a tool: {item!r}")
         return self._copy(tools=(*self._tools, *checked))
@@ -184,41 +193,60 @@ class PromptBuilder:
         """Apply the deltas to the conversation (a new one unless this builder refers to one) and return it,
         armed for one turn with ``settings`` (``stream``, ``max_tokens``, ``temperature``, ``timeout``,
         ``max_retries``, ``tool_timeout``, provider-prefixed extras).
+
+        The conversation is reserved for that turn from now until it ends (`Conversation.acquire`): a turn running
+        on it is waited for first (outside an event loop; inside one, use `prompt_async`, which waits, or
+        ``await conversation.acquire_async()`` before this call).
+
+        Raises:
+            ConversationBusy: if the conversation is held by another turn and this call could not wait for it.
         """
         split_settings(settings)  # fail before anything changes
+        conversation = self._target()
+        with conversation.hold(reserve=True):
+            self._apply(conversation, settings)
+        return conversation
+
+    def _target(self) -> Conversation:
+        """The conversation the deltas go to (made now if the builder refers to none), kept in the builder's store."""
         conversation = self._conversation
         if conversation is None:
-            conversation = Conversation(store=self._store, id=self._conversation_id)
-        else:
-            if self._conversation_id is not None and self._conversation_id != conversation.id:
-                raise UserError("conversation_id() cannot change the id of an existing conversation")
-            if self._store is not None and conversation.store is not self._store:
-                if conversation.store is not None:
-                    raise UserError("this conversation is already kept in another store")
-                conversation.store = self._store
-                if len(conversation.messages):
-                    conversation._ensure_stored()
-                    self._store.append(conversation.id, list(conversation.messages))
+            return Conversation(store=self._store, id=self._conversation_id)
+        if self._conversation_id is not None and self._conversation_id != conversation.id:
+            raise UserError("conversation_id() cannot change the id of an existing conversation")
+        if self._store is not None:
+            conversation.set_store(self._store)
+        return conversation
+
+    def _apply(self, conversation: Conversation, settings: Mapping[str, Any]) -> None:
+        """Apply config and message deltas to a conversation the caller holds, and arm its next turn."""
         config = dict(self._config)
         if self._tools:
             merged = list(conversation.config.tools)
             merged.extend(item for item in self._tools if not any(item is known for known in merged))
             config["tools"] = merged
         conversation.apply_config_deltas(config)
-        meta = conversation._turn_options().meta
-        if self._messages:
-            # Calls a crash left unanswered are answered before the new messages, or the log breaks the protocol.
-            repair_pending(conversation, meta)
-        conversation.add(*(_fresh(message, meta) for message in self._messages))
-        conversation._arm(settings)
-        return conversation
+        meta = conversation.message_meta()
+        for message in self._messages:
+            # Calls a crash left unanswered are answered before the new messages (Conversation.record does it).
+            conversation.record(_fresh(message, meta))
+        conversation.arm(**settings)
 
     async def prompt_async(self, **settings: Any) -> str:
-        """Run a turn and return the final answer's text."""
-        conversation = self.prompt_conversation(**settings)
-        async for _ in conversation:
-            pass
-        return _final_text(conversation)
+        """Run a turn and return the final answer's text.
+
+        A turn already running on the conversation is waited for first; no other turn gets in between this one's
+        messages and its answer (see `Conversation.hold`).
+        """
+        split_settings(settings)
+        conversation = self._target()
+        async with conversation.hold():
+            self._apply(conversation, settings)
+            result = TurnResult()
+            conversation.last_turn = result
+            async for _ in run_turn(conversation, conversation.turn_options(), result):
+                pass
+        return result.text or ""
 
     def prompt(self, **settings: Any) -> str:
         """Run a turn and return the final answer's text.
@@ -264,13 +292,31 @@ class PromptBuilder:
             if "$defs" in schema["properties"]["result"]:
                 schema["$defs"] = schema["properties"]["result"].pop("$defs")
         name = re.sub(r"[^A-Za-z0-9_-]", "_", getattr(output_type, "__name__", "output"))[:64] or "output"
-        conversation = self.prompt_conversation(**settings)
-        options = conversation._turn_options(response_format=ResponseFormat(name=name, schema=schema))
-        conversation._armed = {}
+        split_settings(settings)
+        conversation = self._target()
+        # The messages, the attempts and the feedback between them are one piece of work: no other turn gets in.
+        async with conversation.hold():
+            self._apply(conversation, settings)
+            options = conversation.turn_options(response_format=ResponseFormat(name=name, schema=schema))
+            return await self._typed_attempts(conversation, options, adapter, wrapped, name, retries)
+
+    async def _typed_attempts(
+        self,
+        conversation: Conversation,
+        options: TurnOptions,
+        adapter: pydantic.TypeAdapter[T],
+        wrapped: bool,
+        name: str,
+        retries: int,
+    ) -> T:
+        import pydantic
+
         for attempt in range(retries + 1):
-            async for _ in run_turn(conversation, options):
+            result = TurnResult()
+            conversation.last_turn = result
+            async for _ in run_turn(conversation, options, result):
                 pass
-            text = _final_text(conversation)
+            text = result.text or ""
             try:
                 data = pydantic_json(_strip_fences(text))
                 if wrapped:
@@ -284,7 +330,7 @@ class PromptBuilder:
                     raise OutputValidationError(
                         f"the model's answer is not a valid {name}: {problem}", text=text
                     ) from None
-                conversation.add(
+                conversation.record(
                     user(
                         f"Your answer did not match the required JSON schema: {problem}. "
                         "Reply with only the JSON value."
@@ -301,8 +347,18 @@ class PromptBuilder:
         return f"<PromptBuilder for {target}: {len(self._messages)} messages, config {sorted(self.delta_config)}>"
 
 
+ROUND_BREAK = "\n\n"
+"""What `TextStream` yields between the text of a tool-calling round and the text of the next round."""
+
+
 class TextStream:
     """The text of a streamed turn; iterate with ``for`` (outside an event loop) or ``async for``.
+
+    It yields the model's text as it is generated, in every round of the turn. Text a model writes before calling
+    tools ("Let me check the weather…") is streamed too: whether a round ends in tool calls is known only when its
+    response ends, and holding each round's text back until then would stop the final answer from streaming. The
+    text of a round that called tools is followed by a blank line (`ROUND_BREAK`) when more text comes. The final
+    answer alone is ``stream.conversation.text`` once the iteration is over.
 
     Attributes:
         conversation: The conversation the turn ran in (set once iteration starts).
@@ -322,32 +378,63 @@ class TextStream:
     async def _run(self) -> AsyncIterator[str]:
         import asyncio  # already loaded here (a coroutine is running); not imported with the package
 
-        conversation = self._builder.prompt_conversation(**self._settings)
+        builder = self._builder
+        split_settings(self._settings)
+        conversation = builder._target()
         self.conversation = conversation
-        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        async with conversation.hold():
+            builder._apply(conversation, self._settings)
+            queue: asyncio.Queue[str | None] = asyncio.Queue()
+            rounds = _Rounds(queue.put_nowait)
+            result = TurnResult()
+            conversation.last_turn = result
+            options = conversation.turn_options(on_text=rounds.on_text)
 
-        async def drive() -> None:
-            try:
-                async for _ in conversation.run(on_text=queue.put_nowait):
-                    pass
-            finally:
-                queue.put_nowait(None)
-
-        task = asyncio.ensure_future(drive())
-        try:
-            while True:
-                piece = await queue.get()
-                if piece is None:
-                    break
-                yield piece
-            await task  # re-raises a failure of the turn
-        finally:
-            if not task.done():
-                task.cancel()
+            async def drive() -> None:
                 try:
-                    await task
-                except (asyncio.CancelledError, Exception):
-                    pass
+                    async for message in run_turn(conversation, options, result):
+                        if type(message) is AssistantMessage:
+                            rounds.ended(bool(message.tool_calls))
+                finally:
+                    queue.put_nowait(None)
+
+            task = asyncio.ensure_future(drive())
+            try:
+                while True:
+                    piece = await queue.get()
+                    if piece is None:
+                        break
+                    yield piece
+                await task  # re-raises a failure of the turn
+            finally:
+                if not task.done():
+                    task.cancel()
+                    try:
+                        await task
+                    except (asyncio.CancelledError, Exception):
+                        pass
+
+
+class _Rounds:
+    """Passes streamed text on, with `ROUND_BREAK` between a tool-calling round's text and the next round's."""
+
+    __slots__ = ("_put", "_separate", "_streamed")
+
+    def __init__(self, put: Callable[[str], Any]) -> None:
+        self._put = put
+        self._streamed = False
+        self._separate = False
+
+    def on_text(self, piece: str) -> None:
+        if self._separate:
+            self._separate = False
+            self._put(ROUND_BREAK)
+        self._streamed = True
+        self._put(piece)
+
+    def ended(self, called_tools: bool) -> None:
+        self._separate = self._separate or (called_tools and self._streamed)
+        self._streamed = False
 
 
 def _fresh(message: Message, meta: MessageMeta | None) -> Message:
@@ -362,12 +449,6 @@ def _text(text: str, what: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"{what}() takes a str, got {type(text).__name__}")
     return text
-
-
-def _final_text(conversation: Conversation) -> str:
-    turn = conversation.last_turn
-    text = turn.text if turn is not None else None
-    return text or ""
 
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(?P<body>.*?)\n\s*```\s*$", re.S)

@@ -3,7 +3,8 @@
 Every request goes through `ContextBuilder.build`. It returns the messages to send (a system prefix made fresh for
 the mode, never stored; run-mode context; a window of the log) and a `ContextReport` of what was kept and dropped.
 
-The window is chosen newest first, in *units*: a user message, a plain assistant message, a system message, or an
+The system messages at the head of the log (the caller's opening instructions) are always sent. The rest of the
+window is chosen newest first, in *units*: a user message, a plain assistant message, a system message, or an
 assistant message with tool calls together with its tool results (kept or dropped together, so no result is ever
 sent without its call). The latest user message and the newest unit are always kept; older units are added while
 they fit the budget, and the walk stops at the first that does not, so cost follows what is kept, not the length of
@@ -152,6 +153,7 @@ class ContextReport(msgspec.Struct):
     prefix_messages: int = 0
     _explicit: list[DroppedMessage] = msgspec.field(default_factory=list)
     _log: Sequence[Message] | None = None
+    _head: int = 0
     _cut: int = 0
 
     @property
@@ -159,15 +161,15 @@ class ContextReport(msgspec.Struct):
         """Every log message not in the request, with its reason (computed on access: listing a long log's
         untouched head costs time the build itself never spends)."""
         out: list[DroppedMessage] = []
-        if self._log is not None and self._cut > 0:
+        if self._log is not None and self._cut > self._head:
             reason = f"budget:{self.stopped_by}" if self.stopped_by else "budget"
-            out.extend(DroppedMessage(message.id, reason) for message in self._log[: self._cut])
+            out.extend(DroppedMessage(message.id, reason) for message in self._log[self._head : self._cut])
         out.extend(self._explicit)
         return out
 
     @property
     def dropped_count(self) -> int:
-        return self._cut + len(self._explicit)
+        return self._cut - self._head + len(self._explicit)
 
     def __repr__(self) -> str:
         # The private fields hold the whole log: never print them.
@@ -179,8 +181,9 @@ class ContextReport(msgspec.Struct):
         )
 
     def dropped_span(self) -> tuple[int, int]:
-        """The index range ``[0, cut)`` of the log's oldest messages left out by the budget."""
-        return (0, self._cut)
+        """The index range ``[start, cut)`` of the log's oldest messages left out by the budget (``start`` is past
+        the system messages opening the log, which are always sent)."""
+        return (self._head, self._cut)
 
 
 class BuiltContext(msgspec.Struct):
@@ -191,7 +194,8 @@ class BuiltContext(msgspec.Struct):
 
 
 ArtifactSink = Callable[[str, str], str]
-"""Saves a full tool output ``(tool_call_id, content)`` and returns its artifact URI."""
+"""Saves a full tool output ``(name, content)`` and returns its artifact URI; the name is derived from the tool-call
+id by `threadline._artifact_names.artifact_name` (safe for any id)."""
 
 
 class ContextBuilder:
@@ -282,11 +286,12 @@ class ContextBuilder:
             head.extend(run_context.messages())
 
         report = ContextReport(_log=items)
-        window, cut = select_window(
+        window, opening, cut = select_window(
             items, settings, None if count is estimate_tokens else count, conversation_id, artifacts, report, cache
         )
+        report._head = opening
         report._cut = cut
-        if summary and cut > 0:
+        if summary and cut > opening:
             head.append(_summary_note(summary))
             report.summary = summary
         report.prefix_messages = len(head)

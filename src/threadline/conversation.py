@@ -3,20 +3,30 @@
 Iterating a conversation (``async for message in conversation``) runs one turn with the settings it was armed with
 (`PromptBuilder.prompt_conversation`) and yields each new message as it is recorded. ``conversation.continuation``
 returns a builder that refers to this same conversation.
+
+A conversation is the engine's `TurnHost` (`threadline.engine`): the engine reads its log, records into it, and asks
+it for the model, the tools and the context of each request. Recording writes through: the store first, then the
+log in memory, so the two never diverge. One turn runs at a time (`acquire`, `hold`; `threadline._turn_gate`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+import threading
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ._ids import new_id
+from ._log_index import LogIndex
+from ._summary import summary_of_span
+from ._turn_gate import GateState, Lease, TurnGate, wait_for_lease, wait_for_lease_async
 from .context import BuiltContext, ContextBuilder, ContextSettings, artifact_uri
-from .errors import StoreError, UserError
-from .loop import TurnOptions, TurnResult, run_turn
-from .messages import AssistantMessage, Message, MessageList, MessageMeta, UserMessage
+from .engine import TurnOptions, TurnResult, pending_calls_before, repair_pending, run_turn
+from .errors import ConversationBusy, StoreError, UserError
+from .messages import AssistantMessage, Message, MessageList, MessageMeta, ToolMessage, UserMessage
 from .models.base import Model, ModelSettings
 from .tools import ResolvedTools, Tool, Toolset, resolve_tools
 
@@ -24,7 +34,7 @@ if TYPE_CHECKING:
     from .builder import PromptBuilder
     from .store.base import Store
 
-__all__ = ["Conversation", "ConversationConfig", "split_settings"]
+__all__ = ["Conversation", "ConversationConfig", "TurnHold", "split_settings"]
 
 SETTING_KEYS = ("stream", "max_tokens", "temperature", "timeout", "max_retries")
 TURN_KEYS = ("tool_timeout",)
@@ -52,6 +62,9 @@ class ConversationConfig(msgspec.Struct):
         extras: Provider-prefixed extras (``openai_…``, ``anthropic_…``, ``local_…``).
         tool_timeout: Seconds a tool may run before it is cut off and reported to the model.
         context: The context builder (or just its settings).
+        busy_timeout: Seconds a turn (or `Conversation.add`) waits while another turn holds the conversation — in
+            this process, or in another one sharing the store — before it raises `ConversationBusy`; None waits as
+            long as it takes.
     """
 
     model: str | Model | None = None
@@ -69,6 +82,7 @@ class ConversationConfig(msgspec.Struct):
     extras: dict[str, Any] = msgspec.field(default_factory=dict)
     tool_timeout: float | None = 60.0
     context: ContextBuilder | ContextSettings | None = None
+    busy_timeout: float | None = 300.0
 
 
 _CONFIG_FIELDS = frozenset(ConversationConfig.__struct_fields__)
@@ -101,9 +115,15 @@ def split_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 class Conversation:
     """A conversation: its log, its config, and optionally a store that keeps every message as it happens.
 
+    It is the `TurnHost` of the engine (`threadline.engine`): turns read its log and record into it.
+
+    One turn runs at a time (see "One turn at a time" in the README): a second turn waits until the first has
+    ended — in this process, and in other processes and hosts sharing the store, through the store's lease on the
+    conversation — for at most ``config.busy_timeout`` seconds, then raises `ConversationBusy`.
+
     Args:
         messages: The log to start from (a `MessageList` is used as is, not copied).
-        config: How turns run.
+        config: How turns run (copied: changes to this conversation never reach another one given the same config).
         store: Persist every message here the moment it exists.
         id: The conversation id (a new one by default). With a store that already has this id and no ``messages``,
             the stored log is loaded.
@@ -117,7 +137,7 @@ class Conversation:
         store: Store | None = None,
         id: str | None = None,
     ) -> None:
-        self.config = config or ConversationConfig()
+        self.config = _adopt(config) if config is not None else ConversationConfig()
         self.id: str = id or new_id()
         self.store = store
         self.last_turn: TurnResult | None = None
@@ -129,8 +149,11 @@ class Conversation:
         self._saved_artifacts: set[str] = set()
         self._artifact_tool: Tool | None = None
         self._memory_cache: dict[str, Any] = {}
-        self._call_ids: set[str] | None = None
+        self._index: LogIndex | None = None
         self._window_cache: dict[Any, Any] = {}
+        self._gate: TurnGate | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._stored = 0  # how many messages of the log the store holds (memory is a prefix of the store)
         self._in_store = False
         self._untitled = False  # stored without a title yet: the first user message names it
         if store is not None and id is not None and store.has_conversation(id):
@@ -150,9 +173,12 @@ class Conversation:
             self.messages = MessageList(messages or ())
         for message in self.messages:
             self._note_mentions(message)
-        if store is not None and not self._in_store and len(self.messages):
+        if self._in_store:
+            self._stored = len(self.messages)
+        elif store is not None and len(self.messages):
             self._ensure_stored()
             store.append(self.id, list(self.messages))
+            self._stored = len(self.messages)
 
     # -- construction -----------------------------------------------------------------------------------------
     @classmethod
@@ -166,6 +192,42 @@ class Conversation:
             raise StoreError(f"no conversation {id!r} in {store.url}")
         return cls(config=config, store=store, id=id)
 
+    def fork(self, at: str | None = None, *, title: str | None = None) -> Conversation:
+        """A new conversation whose log is a copy of this one up to message ``at`` (the whole log when None), to try
+        another model or another question without touching this one. When ``at`` made tool calls (or is one of
+        their results), the copy keeps the rest of that tool group. The fork gets a copy of this config.
+
+        With a store, the fork is stored (`Store.fork_conversation`) and recorded there as forked from
+        ``<this id>@<at>`` (``metadata["forked_from"]``).
+
+        Raises:
+            UserError: without a store, if the log has no message ``at``.
+            StoreError: with a store, if the stored log has no message ``at``.
+        """
+        config = msgspec.structs.replace(self.config, tools=list(self.config.tools), extras=dict(self.config.extras))
+        if self.store is not None:
+            if at is None:
+                if not len(self.messages):
+                    raise UserError("an empty conversation has nothing to fork")
+                at = self.messages[-1].id
+            self._ensure_stored()
+            info = self.store.fork_conversation(self.id, at, title=title)
+            return Conversation.load(info.id, self.store, config)
+        items = list(self.messages)
+        if at is None:
+            cut = len(items)
+        else:
+            index = next((i for i, message in enumerate(items) if message.id == at), None)
+            if index is None:
+                raise UserError(f"no message {at!r} in conversation {self.id}")
+            cut = index + 1
+            # The rest of the tool group: a fork never ends with calls answered by half.
+            while cut < len(items) and type(items[cut]) is ToolMessage:
+                cut += 1
+        forked = Conversation(MessageList(items[:cut]), config)
+        forked._attached.update(self._attached)
+        return forked
+
     @property
     def continuation(self) -> PromptBuilder:
         """A fresh builder that refers to this conversation."""
@@ -174,7 +236,7 @@ class Conversation:
         return PromptBuilder(conversation=self)
 
     def apply_config_deltas(self, deltas: Mapping[str, Any]) -> None:
-        """Set config fields.
+        """Set config fields (lists and dicts are copied, so the caller's objects never change the config later).
 
         Raises:
             ValueError: for an unknown key (nothing is changed then).
@@ -185,7 +247,7 @@ class Conversation:
         if "mode" in deltas and deltas["mode"] is not None and deltas["mode"] not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {deltas['mode']!r}")
         for key, value in deltas.items():
-            setattr(self.config, key, value)
+            setattr(self.config, key, _own(value))
         if "mode" in deltas and self.store is not None and deltas["mode"] is not None:
             self._ensure_stored()
             self.store.update_metadata(self.id, active_mode=deltas["mode"])
@@ -194,33 +256,100 @@ class Conversation:
         """Bind a live object to a mention ``ref`` (e.g. after a reload); its tools are offered from now on."""
         self._attached[ref] = obj
         self._mentions.setdefault(ref, None)
+        self._mention_tools.pop(ref, None)  # the tools made for the object it replaces would keep that object alive
+
+    def set_store(self, store: Store) -> None:
+        """Keep this conversation in ``store`` from now on: its log so far is written there at once.
+
+        Raises:
+            UserError: if it is already kept in another store.
+        """
+        if store is self.store:
+            return
+        if self.store is not None:
+            raise UserError("this conversation is already kept in another store")
+        self.store = store
+        if len(self.messages):
+            self._ensure_stored()
+            store.append(self.id, list(self.messages))
+            self._stored = len(self.messages)
 
     # -- the log ----------------------------------------------------------------------------------------------
     def add(self, *messages: Message) -> None:
-        """Append messages to the log (and the store)."""
-        for message in messages:
-            self._record(message)
+        """Append messages to the log (and the store), each as `record` does.
 
-    def _record(self, message: Message) -> None:
-        self.messages.append(message)
-        self._note_mentions(message)
-        if self._call_ids is not None and type(message) is AssistantMessage and message.tool_calls:
-            self._call_ids.update(call.id for call in message.tool_calls)
-        if self.store is not None:
+        Calls a crash left unanswered are answered ``interrupted`` first, so the log stays valid.
+
+        Raises:
+            ConversationBusy: if a turn is running on this conversation and this call cannot wait for it (inside a
+                running event loop), or it did not end within ``config.busy_timeout``.
+            UserError: for a message whose id is already in the log.
+            StoreError: if the store failed (the messages before are kept; this one and later ones are not).
+        """
+        previous = self._enter_sync(..., None)
+        try:
+            for message in messages:
+                self.record(message)
+        finally:
+            self._turn_gate().release("armed" if previous == "armed" else "free")
+
+    def record(self, message: Message) -> None:
+        """Keep one new message: persist it first (when there is a store), then append it to the log.
+
+        This is the engine's sink (`TurnHost.record`); it does not wait for other turns, so call it while this
+        conversation's turn is yours (a running turn, or `hold`); elsewhere use `add`. A user or assistant message
+        that would follow calls a crash left unanswered is preceded by their ``interrupted`` results.
+
+        Raises:
+            UserError: for a message whose id is already in the log (nothing is recorded).
+            StoreError: if the store failed; nothing was appended in memory either, so log and store stay equal.
+            ConversationBusy: if the store holds messages this conversation has not seen (another writer appended
+                without the lease); nothing was recorded.
+        """
+        messages = self.messages
+        index = self._index
+        if index is None or index.upto != len(messages):
+            index = self._log_index()
+        if message.id in index.ids:
+            raise UserError(
+                f"message {message.id!r} is already in the log of conversation {self.id}; a message is recorded "
+                "once (to repeat one, copy it with a new id)"
+            )
+        kind = type(message)
+        if index.open and (kind is UserMessage or kind is AssistantMessage):
+            # A user or assistant message may not follow unanswered calls: answer them first.
+            repair_pending(self, self.message_meta(), pending_calls_before(messages, message))
+        store = self.store
+        if store is not None:
             self._ensure_stored()
-            self.store.append(self.id, (message,))
-            if self._untitled and type(message) is UserMessage and message.content.strip():
+            if _checks_count(store):
+                store.append(self.id, (message,), expected_count=self._stored)
+            else:
+                store.append(self.id, (message,))
+            self._stored += 1
+        messages.append(message)
+        index.add(message)
+        if kind is UserMessage:
+            self._note_mentions(message)
+            if store is not None and self._untitled and message.content.strip():  # type: ignore[union-attr]
                 # The row was made before any user message (e.g. to keep the mode): title it now.
-                self.store.update_metadata(self.id, title=self._title())
+                store.update_metadata(self.id, title=self._title())
                 self._untitled = False
 
-    def _known_call_ids(self) -> set[str]:
-        """Every tool-call id in the log (built on first use, then kept up to date by `_record`)."""
-        if self._call_ids is None:
-            self._call_ids = {
-                call.id for message in self.messages if type(message) is AssistantMessage for call in message.tool_calls
-            }
-        return self._call_ids
+    def known_call_ids(self) -> set[str]:
+        """Every tool-call id in the log (kept up to date as messages are recorded)."""
+        index = self._index
+        if index is None or index.upto != len(self.messages):
+            index = self._log_index()
+        return index.call_ids
+
+    def _log_index(self) -> LogIndex:
+        index = self._index
+        if index is None:
+            index = self._index = LogIndex()
+        if index.upto != len(self.messages):
+            index.sync(self.messages)
+        return index
 
     def _ensure_stored(self) -> None:
         if self._in_store or self.store is None:
@@ -231,6 +360,7 @@ class Conversation:
             self._untitled = title is None
             if self.config.mode is not None:
                 self.store.update_metadata(self.id, active_mode=self.config.mode)
+        self._stored = 0
         self._in_store = True
 
     def _title(self) -> str | None:
@@ -256,6 +386,168 @@ class Conversation:
                 return message.content
         return None
 
+    # -- one turn at a time -----------------------------------------------------------------------------------
+    def hold(
+        self,
+        max_wait: float | EllipsisType | None = ...,
+        on_wait: Callable[[], Any] | None = None,
+        *,
+        reserve: bool = False,
+    ) -> TurnHold:
+        """Hold this conversation for a block of work: ``with conversation.hold(): …`` or ``async with …``.
+
+        Inside the block no other turn, `add` or writer of another process gets in: record with `record` and run
+        turns with `threadline.engine.run_turn` (a run of several nodes, a turn retried with feedback, messages
+        applied and then answered). A turn holding the conversation is waited for first; a reservation
+        (``prompt_conversation``, `acquire`) is taken over.
+
+        Args:
+            max_wait: Seconds to wait for another turn (default ``config.busy_timeout``; None: as long as it takes).
+            on_wait: Called once, before waiting, if the conversation is held (e.g. to say "waiting…").
+            reserve: Keep the conversation reserved for its next turn when the block ends without an error (what
+                ``prompt_conversation`` does), instead of freeing it.
+
+        Raises:
+            ConversationBusy: if the wait ran out, or ``with`` was used inside a running event loop and would have
+                had to wait (use ``async with`` there).
+        """
+        return TurnHold(self, max_wait, on_wait, reserve)
+
+    def acquire(self, max_wait: float | EllipsisType | None = ..., on_wait: Callable[[], Any] | None = None) -> None:
+        """Reserve this conversation for its next turn, waiting (in this thread) while another turn holds it.
+
+        The reservation — in this process, and through the store's lease in every other one — lasts until that
+        turn ends, or until `release`. ``prompt_conversation`` reserves the same way; call this first to wait
+        visibly (``on_wait``) or with another bound.
+
+        Args:
+            max_wait: Seconds to wait (default ``config.busy_timeout``; None waits as long as it takes).
+            on_wait: Called once if the conversation is held elsewhere, before waiting (e.g. to print "waiting…").
+
+        Raises:
+            ConversationBusy: if the time ran out, or this was called inside a running event loop and would have had
+                to wait (use `acquire_async` there).
+        """
+        with self.hold(max_wait, on_wait, reserve=True):
+            pass
+
+    async def acquire_async(
+        self, max_wait: float | EllipsisType | None = ..., on_wait: Callable[[], Any] | None = None
+    ) -> None:
+        """`acquire` for async code: waits without blocking the event loop."""
+        async with self.hold(max_wait, on_wait, reserve=True):
+            pass
+
+    def release(self) -> None:
+        """Give up a reservation (`acquire`, ``prompt_conversation``) whose turn will not run. Does nothing while a
+        turn runs, or when nothing is reserved."""
+        gate = self._turn_gate()
+        if gate.state == "armed" and gate.try_claim() is not None:
+            gate.release("free")
+
+    def _turn_gate(self) -> TurnGate:
+        gate = self._gate
+        if gate is None:
+            with _gate_lock:  # two threads must not make two gates
+                gate = self._gate
+                if gate is None:
+                    gate = self._gate = TurnGate()
+        return gate
+
+    def _timeout(self, max_wait: float | EllipsisType | None) -> float | None:
+        return self.config.busy_timeout if isinstance(max_wait, EllipsisType) else max_wait
+
+    def _enter_sync(self, max_wait: float | EllipsisType | None, on_wait: Callable[[], Any] | None) -> GateState:
+        """Hold the gate (and the store's lease) from synchronous code; returns the gate's previous state."""
+        from ._sync import in_event_loop
+
+        gate = self._turn_gate()
+        seconds = self._timeout(max_wait)
+        previous = gate.try_claim()
+        if previous is None:
+            if in_event_loop():
+                raise ConversationBusy(
+                    f"conversation {self.id} is running a turn; a synchronous call inside an event loop cannot wait "
+                    "for it (await the turn, or use prompt_async()/acquire_async(), which wait)"
+                )
+            previous = gate.claim(seconds, f"conversation {self.id}", on_wait)
+            on_wait = None  # said once
+        try:
+            if self.store is not None and gate.lease is None:
+                store = self.store
+                what = f"conversation {self.id}"
+                lease: Lease | None
+                if in_event_loop():
+                    lease = store.try_lease(self.id)
+                    if lease is None:
+                        raise ConversationBusy(
+                            f"{what} is held by another writer; a synchronous call inside an event loop cannot wait "
+                            "for it (use acquire_async() or prompt_async(), which wait)"
+                        )
+                else:
+                    lease = wait_for_lease(lambda: store.try_lease(self.id), what, seconds, on_wait)
+                self._adopt_lease(lease)
+        except BaseException:
+            gate.release("armed" if previous == "armed" else "free")
+            raise
+        return previous
+
+    async def _enter_async(self, max_wait: float | EllipsisType | None, on_wait: Callable[[], Any] | None) -> GateState:
+        """Hold the gate (and the store's lease) from async code; returns the gate's previous state."""
+        gate = self._turn_gate()
+        seconds = self._timeout(max_wait)
+        previous = await gate.claim_async(seconds, f"conversation {self.id}", on_wait)
+        try:
+            if self.store is not None and gate.lease is None:
+                store = self.store
+                said = previous == "busy"  # handed over by a turn this caller waited for: it was told already
+                lease = await wait_for_lease_async(
+                    lambda: store.try_lease(self.id), f"conversation {self.id}", seconds, None if said else on_wait
+                )
+                self._adopt_lease(lease)
+        except BaseException:
+            gate.release("armed" if previous == "armed" else "free")
+            raise
+        return previous
+
+    def _leave(self, previous: GateState, reserve: bool, failed: bool) -> None:
+        """Stop holding the gate: reserved for the next turn (a reservation that succeeded, or one that was there
+        before a block that failed), else free."""
+        keep = reserve and (not failed or previous == "armed")
+        self._turn_gate().release("armed" if keep else "free")
+
+    def _adopt_lease(self, lease: Lease) -> None:
+        """Keep a fresh lease with the gate, then read what other writers appended since this log was loaded."""
+        gate = self._turn_gate()
+        gate.lease = lease
+        if self._finalizer is None:
+            # A conversation dropped while it holds a lease (armed, never run) must not keep other writers out.
+            self._finalizer = weakref.finalize(self, _drop_lease, gate)
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Append to the log what other writers stored while this conversation did not hold the lease (memory is
+        a prefix of the store: writes go to the store first)."""
+        store = self.store
+        if store is None or not self._in_store:
+            return
+        count = store.get_conversation(self.id).message_count
+        if count == self._stored:
+            return
+        stored = store.load(self.id)
+        known = self._stored
+        if len(stored) < known or (
+            known and (known > len(self.messages) or stored[known - 1].id != self.messages[known - 1].id)
+        ):
+            raise StoreError(
+                f"the stored log of conversation {self.id} no longer begins with the messages this object holds; "
+                "load it again with Conversation.load"
+            )
+        for message in stored[known:]:
+            self.messages.append(message)
+            self._note_mentions(message)
+        self._stored = len(stored)
+
     # -- turns ------------------------------------------------------------------------------------------------
     def resolve_model(self) -> Model:
         """The model the next turn uses."""
@@ -272,12 +564,25 @@ class Conversation:
             return get_model(DEFAULT_MODELS[config.provider])
         return get_model(None)
 
-    def _arm(self, settings: Mapping[str, Any]) -> None:
+    def arm(self, **settings: Any) -> None:
+        """Settings (``stream``, ``max_tokens``, ``temperature``, ``timeout``, ``max_retries``, ``tool_timeout``,
+        provider-prefixed extras) for the next turn only, over the config's.
+
+        Raises:
+            UserError: for an unknown setting.
+        """
         self._armed = split_settings(settings)
 
-    def _turn_options(self, **overrides: Any) -> TurnOptions:
+    def message_meta(self) -> MessageMeta | None:
+        """The meta new messages are tagged with: the conversation's mode (None when no mode is set)."""
+        mode = self.config.mode
+        return MessageMeta(mode=mode) if mode in MODES else None  # type: ignore[arg-type]
+
+    def turn_options(self, **overrides: Any) -> TurnOptions:
+        """The options of the next turn: the config, the armed settings (used up by this call), then
+        ``overrides`` (fields of `TurnOptions`)."""
         config = self.config
-        armed = self._armed
+        armed, self._armed = self._armed, {}
         extras = dict(config.extras)
         extras.update(armed.get("extras", {}))
         settings = ModelSettings(
@@ -288,28 +593,38 @@ class Conversation:
             max_retries=armed.get("max_retries", config.max_retries),
             extras=extras,
         )
-        meta = MessageMeta(mode=config.mode) if config.mode in MODES else None  # type: ignore[arg-type]
         options = TurnOptions(
             settings=settings,
             tool_choice=config.tool_choice,
             max_tool_rounds=config.max_tool_rounds,
             tool_timeout=armed.get("tool_timeout", config.tool_timeout),
-            meta=meta,
+            meta=self.message_meta(),
         )
         for key, value in overrides.items():
             setattr(options, key, value)
         return options
 
-    def run(self, **overrides: Any) -> AsyncIterator[Message]:
-        """Run one turn with the armed settings (plus `TurnOptions` overrides); yields each new message."""
-        options = self._turn_options(**overrides)
-        self._armed = {}
-        return run_turn(self, options)
+    def run(self, *, result: TurnResult | None = None, **overrides: Any) -> AsyncIterator[Message]:
+        """Run one turn with the armed settings (plus `TurnOptions` overrides); yields each new message.
+
+        The turn waits while another turn holds the conversation (see `acquire`).
+
+        Args:
+            result: Filled in as the turn goes (it is also `last_turn` once the turn starts).
+            **overrides: Fields of `TurnOptions`.
+
+        Raises:
+            ConversationBusy: if another turn did not end within ``config.busy_timeout``.
+        """
+        result = result if result is not None else TurnResult()
+        # The turn holds the conversation from its first step to its end (run_turn enters the hold).
+        return run_turn(self, self.turn_options(**overrides), result, hold=_TurnStart(self, result))
 
     def __aiter__(self) -> AsyncIterator[Message]:
         return self.run()
 
-    def _resolve_tools(self) -> ResolvedTools:
+    def resolve_tools(self) -> ResolvedTools:
+        """The tools of the next request: the config's (dynamic ones evaluated now) and those of mentioned objects."""
         resolved = resolve_tools(self.config.tools, self)
         for ref in self._mentions:
             obj = self._attached.get(ref)
@@ -338,7 +653,7 @@ class Conversation:
     def build_context(self, mode: str | None = None, run_context: Any = None) -> BuiltContext:
         """The request the next turn would send (without a summary note), and its report; changes nothing but
         saving large tool outputs as artifacts. Used by ``threadline logs show ID --context``."""
-        return self._build(self._resolve_tools(), mode or self.config.mode, run_context, cache=None)
+        return self._build(self.resolve_tools(), mode or self.config.mode, run_context, cache=None)
 
     def _build(
         self, tools: ResolvedTools, mode: str | None, run_context: Any, cache: dict[Any, Any] | None
@@ -359,53 +674,20 @@ class Conversation:
             cache=cache,
         )
 
-    async def _build_context(self, tools: ResolvedTools, run_context: Any = None) -> BuiltContext:
+    async def build_request_context(self, tools: ResolvedTools, run_context: Any = None) -> BuiltContext:
+        """The messages of the next request (`TurnHost`): the context builder's window of the log, with a summary
+        of what it dropped when a summarizer is configured."""
         builder = self._context_builder()
         built = self._build(tools, self.config.mode, run_context, self._window_cache)
-        cut = built.report.dropped_span()[1]
-        if builder.settings.summarizer is not None and cut > 0:
-            summary = await self._summary_of_head(cut)
-            if summary:
-                builder.add_summary(built, summary)
+        if builder.settings.summarizer is not None:
+            start, cut = built.report.dropped_span()
+            if cut > start:
+                summary = await summary_of_span(
+                    self.messages, start, cut, self.id, builder.settings.summarizer, self._cache_get, self._cache_put
+                )
+                if summary:
+                    builder.add_summary(built, summary)
         return built
-
-    async def _summary_of_head(self, cut: int) -> str | None:
-        """A summary of the log's first ``cut`` messages, rolled forward from the last one and cached by span."""
-        from ._summary import summarize
-        from .models import get_model
-
-        items = self.messages._items
-        first, last = items[0].id, items[cut - 1].id
-        span_key = f"summary:{self.id}:{first}:{last}"
-        latest_key = f"summary:{self.id}:latest"
-        cached = self._cache_get(span_key)
-        if isinstance(cached, str):
-            return cached
-        previous: str | None = None
-        start = 0
-        latest = self._cache_get(latest_key)
-        if isinstance(latest, dict):
-            index = latest.get("upto_index")
-            if (
-                isinstance(index, int)
-                and 0 <= index < cut
-                and items[index].id == latest.get("upto_id")
-                and isinstance(latest.get("text"), str)
-            ):
-                previous, start = latest["text"], index + 1
-        summarizer = self._context_builder().settings.summarizer
-        assert summarizer is not None
-        try:
-            text = await summarize(get_model(summarizer), previous, items[start:cut])
-        except Exception as exc:  # a failed summary must not fail the turn: the window is sent without it
-            import logging
-
-            logging.getLogger("threadline").warning("summarizer failed, sending the window without a summary: %s", exc)
-            return None
-        if text:
-            self._cache_put(span_key, text)
-            self._cache_put(latest_key, {"upto_index": cut - 1, "upto_id": last, "text": text})
-        return text or None
 
     def _cache_get(self, key: str) -> Any:
         if self.store is not None:
@@ -444,14 +726,102 @@ class Conversation:
         text = self._artifacts[name]
         return text[offset:] if limit is None else text[offset : offset + limit]
 
-    def _with_artifact_reader(self, tools: dict[str, Tool]) -> dict[str, Tool]:
-        from .toolboxes.artifacts import artifact_reader
-
-        offered = dict(tools)
+    def artifact_reader(self) -> Tool:
+        """The ``read_artifact`` tool bound to this conversation (`TurnHost`)."""
         if self._artifact_tool is None:
+            from .toolboxes.artifacts import artifact_reader
+
             self._artifact_tool = artifact_reader(self)
-        offered.setdefault(self._artifact_tool.name, self._artifact_tool)
-        return offered
+        return self._artifact_tool
 
     def __repr__(self) -> str:
         return f"<Conversation {self.id} ({len(self.messages)} messages)>"
+
+
+class TurnHold:
+    """What `Conversation.hold` returns: a context manager for ``with`` (synchronous code) and ``async with``."""
+
+    __slots__ = ("_conversation", "_max_wait", "_on_wait", "_previous", "_reserve")
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        max_wait: float | EllipsisType | None,
+        on_wait: Callable[[], Any] | None,
+        reserve: bool,
+    ) -> None:
+        self._conversation = conversation
+        self._max_wait = max_wait
+        self._on_wait = on_wait
+        self._reserve = reserve
+        self._previous: GateState = "free"
+
+    def __enter__(self) -> Conversation:
+        self._previous = self._conversation._enter_sync(self._max_wait, self._on_wait)
+        return self._conversation
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self._conversation._leave(self._previous, self._reserve, exc_type is not None)
+
+    async def __aenter__(self) -> Conversation:
+        self._previous = await self._conversation._enter_async(self._max_wait, self._on_wait)
+        return self._conversation
+
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
+        self._conversation._leave(self._previous, self._reserve, exc_type is not None)
+
+
+class _TurnStart(TurnHold):
+    """The hold of a turn run by `Conversation.run`: it also makes the turn's result the conversation's
+    ``last_turn`` once the turn has the conversation."""
+
+    __slots__ = ("_result",)
+
+    def __init__(self, conversation: Conversation, result: TurnResult) -> None:
+        super().__init__(conversation, ..., None, False)
+        self._result = result
+
+    async def __aenter__(self) -> Conversation:
+        conversation = await super().__aenter__()
+        conversation.last_turn = self._result
+        return conversation
+
+
+def _adopt(config: ConversationConfig) -> ConversationConfig:
+    """A conversation's own copy of a config: deltas on one conversation must never reach another."""
+    return msgspec.structs.replace(config, tools=list(config.tools), extras=dict(config.extras))
+
+
+def _own(value: Any) -> Any:
+    """A config value the conversation owns: lists and dicts are copied (the caller may change theirs later)."""
+    if type(value) is list:
+        return list(value)
+    if type(value) is dict:
+        return dict(value)
+    return value
+
+
+_gate_lock = threading.Lock()
+_count_checked: dict[type, bool] = {}
+
+
+def _drop_lease(gate: TurnGate) -> None:
+    """Release the lease of a conversation that was dropped while holding it (armed, never run)."""
+    lease, gate.lease = gate.lease, None
+    if lease is not None:
+        lease.release()
+
+
+def _checks_count(store: Store) -> bool:
+    """Whether the store's ``append`` takes ``expected_count`` (stores written before it existed do not: they are
+    called without it and rely on the lease alone)."""
+    kind = type(store)
+    known = _count_checked.get(kind)
+    if known is None:
+        import inspect
+
+        parameters = inspect.signature(kind.append).parameters.values()
+        known = _count_checked[kind] = any(
+            p.name == "expected_count" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
+        )
+    return known

@@ -9,7 +9,8 @@ Misuse by the caller is kept apart from failures while running::
     ├── ProtocolError                      a log breaks the tool-call protocol (index and rule)
     ├── MessageListDeserializationError    a file or dict is not a readable log (position and field)
     ├── OutputValidationError              structured output did not validate against the requested type
-    └── StoreError                         the store refused or failed an operation
+    ├── StoreError                         the store refused or failed an operation
+    └── ConversationBusy                   another turn holds the conversation (this process or another)
 
 Provider and driver exceptions never escape: each adapter maps them to one of these at its edge.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 __all__ = [
     "CapabilityError",
+    "ConversationBusy",
     "MessageListDeserializationError",
     "ModelError",
     "OutputValidationError",
@@ -109,3 +111,14 @@ class OutputValidationError(ThreadlineError):
 
 class StoreError(ThreadlineError):
     """The store refused or failed an operation (unknown conversation, newer schema, broken database)."""
+
+
+class ConversationBusy(ThreadlineError):
+    """Another turn holds the conversation, and waiting for it was not possible or took too long.
+
+    One turn runs at a time per conversation. In one process a second turn waits for the first (up to
+    ``ConversationConfig.busy_timeout``); other processes and hosts wait for the store's lease on the conversation
+    the same way. This is raised when that time is up, when a synchronous call made inside a running event loop
+    would have to wait (it cannot without blocking the loop), or when the store finds that another writer appended
+    to the conversation behind this one's back.
+    """

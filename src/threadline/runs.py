@@ -21,8 +21,8 @@ from ._ids import new_id
 from ._sync import run_sync
 from .context import RunContext
 from .conversation import Conversation, ConversationConfig
+from .engine import TurnResult, run_turn
 from .errors import StoreError, UserError
-from .loop import run_turn
 from .messages import AssistantMessage, Message, MessageMeta, SystemMessage, UserMessage
 
 if TYPE_CHECKING:
@@ -120,8 +120,16 @@ class Run:
 
     # -- execution --------------------------------------------------------------------------------------------
     async def iterate(self) -> AsyncIterator[Message]:
-        """Run the unfinished nodes; yield every new message as it is recorded."""
+        """Run the unfinished nodes; yield every new message as it is recorded.
+
+        The run holds its conversation from start to end (`Conversation.hold`): no other turn gets between nodes.
+        """
         conversation = self.conversation
+        async with conversation.hold():
+            async for message in self._nodes(conversation):
+                yield message
+
+    async def _nodes(self, conversation: Conversation) -> AsyncIterator[Message]:
         if conversation.config.mode != "run":
             conversation.apply_config_deltas({"mode": "run"})
         if not self._started():
@@ -134,7 +142,7 @@ class Run:
                     ui={"run": {"directive": self.directive, "nodes": [[n.id, n.brief] for n in self.nodes]}},
                 ),
             )
-            conversation.add(marker)
+            conversation.record(marker)
             yield marker
         for position, node in enumerate(self.nodes):
             state = self.states()[node.id]
@@ -145,16 +153,18 @@ class Run:
                 opening = UserMessage(
                     content=f"NODE {node.id} ({position + 1} of {len(self.nodes)})\n{node.brief}", meta=meta
                 )
-                conversation.add(opening)
+                # record() answers calls a crash left unanswered in the previous node before this opening.
+                conversation.record(opening)
                 yield opening
             context = RunContext(
                 directive=self.directive,
                 node_brief=f"{node.id}: {node.brief}",
                 step_context=self._step_context(node, position),
             )
-            options = conversation._turn_options(run_context=context, meta=meta)
-            conversation._armed = {}
-            async for message in run_turn(conversation, options):
+            options = conversation.turn_options(run_context=context, meta=meta)
+            result = TurnResult()
+            conversation.last_turn = result
+            async for message in run_turn(conversation, options, result):
                 yield message
 
     async def run_async(self) -> RunResult:

@@ -4,6 +4,7 @@ contains an orphan, and accounts for every message of the log."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 
@@ -109,6 +110,11 @@ def _sendable(message: Message) -> bool:
     return message.meta.include_in_context
 
 
+def _opening_ids(items: list[Message]) -> set[str]:
+    """The sendable system messages opening the log: the caller's instructions, always sent."""
+    return {m.id for m in itertools.takewhile(lambda m: isinstance(m, SystemMessage), items) if _sendable(m)}
+
+
 def _last_unit_ids(items: list[Message]) -> set[str]:
     """Ids of the newest unit: the last sendable message, or the last tool group with its results."""
     sendable = [m for m in items if _sendable(m)]
@@ -173,7 +179,7 @@ def test_every_request_is_valid_and_within_budget(log: Log, budget: ContextSetti
     n_chars = sum(len(_text(m)) for m in body)
     n_tokens = sum(estimate_tokens(_text(m)) + 4 for m in body)
     if report.over_budget:
-        must_keep = _last_unit_ids(items) | ({users[-1].id} if users else set())
+        must_keep = _last_unit_ids(items) | ({users[-1].id} if users else set()) | _opening_ids(items)
         assert {m.id for m in body_from_log} <= must_keep
     else:
         assert len(body) <= budget.max_messages
@@ -205,15 +211,18 @@ def test_every_request_is_valid_and_within_budget(log: Log, budget: ContextSetti
 @settings(max_examples=200, deadline=None)
 @given(log=logs(), budget=budgets)
 def test_older_history_is_dropped_first(log: Log, budget: ContextSettings) -> None:
-    """Before the latest user message the window is one contiguous stretch ending at it."""
+    """Before the latest user message the window is one contiguous stretch ending at it (past the system messages
+    opening the log, which are always sent)."""
     items = log.messages
     built = ContextBuilder(settings=budget).build(items)
     kept = set(built.report.kept)
+    assert _opening_ids(items) <= kept
     users = [i for i, m in enumerate(items) if isinstance(m, UserMessage) and _sendable(m)]
     if not users:
         return
     latest = users[-1]
-    before = [i for i in range(latest) if items[i].id in kept]
+    opening = len(list(itertools.takewhile(lambda m: isinstance(m, SystemMessage), items)))
+    before = [i for i in range(opening, latest) if items[i].id in kept]
     if not before:
         return
     for i in range(min(before), latest):
@@ -224,17 +233,17 @@ def test_older_history_is_dropped_first(log: Log, budget: ContextSettings) -> No
 @st.composite
 def messy_logs(draw: st.DrawFn) -> Log:
     """Logs no engine writes (orphan and duplicate results, results after the next user message): the builder must
-    still send only valid protocol."""
+    still send only valid protocol. Each extra message is a new one (its own id), as in any log."""
     base = draw(logs()).messages
     extra = draw(
         st.lists(
             st.sampled_from(
                 [
-                    ToolMessage(tool_call_id="ghost", tool_name="lookup", content="orphan"),
-                    ToolMessage(tool_call_id="call_1", tool_name="lookup", content="duplicate"),
-                    UserMessage(content="interjection"),
+                    lambda: ToolMessage(tool_call_id="ghost", tool_name="lookup", content="orphan"),
+                    lambda: ToolMessage(tool_call_id="call_1", tool_name="lookup", content="duplicate"),
+                    lambda: UserMessage(content="interjection"),
                 ]
-            ),
+            ).map(lambda make: make()),
             max_size=4,
         )
     )

@@ -24,6 +24,7 @@ from threadline import (
     UserMessage,
     llm,
 )
+from threadline.builder import ROUND_BREAK
 from threadline.testing import ScriptedModel
 
 from ._support import call, calls, roles
@@ -470,6 +471,27 @@ def test_stream_runs_tool_rounds_and_streams_the_answer() -> None:
     assert "".join(stream) == ANSWER
     assert stream.conversation is not None
     assert roles(stream.conversation.messages) == ["UserMessage", "AssistantMessage", "ToolMessage", "AssistantMessage"]
+
+
+def test_stream_yields_each_rounds_text_as_it_comes_with_a_break_after_a_tool_round() -> None:
+    """r11_stream.py: a model that talks before calling a tool. Its words stream too (whether a round ends in tool
+    calls is only known when it ends, and holding text back would stop the answer from streaming), followed by a
+    blank line; the final answer alone is the conversation's text."""
+    preamble = "Let me check the weather tool first."
+    model = ScriptedModel(
+        [
+            calls(call("get_weather", {"city": "Paris"}), content=preamble),
+            calls(call("get_weather", {"city": "Rome"})),  # a tool round without text adds no second break
+            ANSWER,
+        ]
+    )
+    stream = llm.model(model).tools(get_weather).request("?").stream()
+    pieces = list(stream)
+    assert "".join(pieces) == preamble + ROUND_BREAK + ANSWER
+    assert pieces.count(ROUND_BREAK) == 1
+    assert len(pieces[pieces.index(ROUND_BREAK) + 1 :]) > 1  # the answer itself still streams in pieces
+    assert stream.conversation is not None
+    assert stream.conversation.text == ANSWER
 
 
 def test_stream_raises_the_model_error_after_the_partial_text() -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
+import msgspec
 import pytest
 
 from threadline import (
@@ -14,10 +16,12 @@ from threadline import (
     MessageList,
     ModelError,
     ToolMessage,
+    UserError,
     assistant,
     llm,
     user,
 )
+from threadline.store import open_store
 from threadline.testing import ScriptedModel
 
 from ._support import call, calls, roles, shapes
@@ -26,6 +30,11 @@ from ._support import call, calls, roles, shapes
 def get_weather(city: str) -> str:
     """Weather for a city."""
     return f"22 C in {city}"
+
+
+def get_time(zone: str) -> str:
+    """Time in a zone."""
+    return "12:00"
 
 
 def test_conversation_owns_the_messagelist_it_is_given() -> None:
@@ -151,3 +160,91 @@ def test_continuation_does_not_duplicate_tools_already_offered() -> None:
     conversation.continuation.prompt()
     conversation.continuation.tools(get_weather).request("2").prompt()
     assert model.requests[1].tool_names == ["get_weather"]
+
+
+# -- repair wherever a log is continued (issue 8, item 4; r5_add_after_crash.py) ----------------------------------
+def crashed_log() -> list[Any]:
+    """A log that ends with a call a crash left unanswered."""
+    return [user("Weather in Oslo?"), calls(call("get_weather", {"city": "Oslo"}, id="c1"))]
+
+
+async def test_adding_a_message_after_a_crash_answers_the_dangling_call_first() -> None:
+    model = ScriptedModel(["Hi!"])
+    conversation = Conversation(crashed_log(), ConversationConfig(model=model))
+    conversation.add(user("never mind, hi"))
+    conversation.messages.validate()  # valid at once, not only in the next request
+    assert roles(conversation.messages) == ["UserMessage", "AssistantMessage", "ToolMessage", "UserMessage"]
+    repaired = conversation.messages[2]
+    assert isinstance(repaired, ToolMessage) and repaired.tool_call_id == "c1" and repaired.is_error
+    assert repaired.content.startswith("interrupted")
+    new = [m async for m in conversation]
+    assert roles(new) == ["AssistantMessage"]
+    assert model.requests[0].messages[-2].content == repaired.content  # the model saw the recorded repair
+    conversation.messages.validate()
+
+
+def test_a_run_started_after_a_crash_repairs_the_log_before_its_first_node() -> None:
+    from threadline.runs import Node, Run
+
+    store = open_store("memory://")
+    conversation = Conversation(crashed_log(), ConversationConfig(model=ScriptedModel(["Done."])), store=store)
+    result = Run(conversation, "Tidy up", [Node("only", "Say done.")]).run()
+    assert result.finished
+    for log in (conversation.messages, store.load(conversation.id)):
+        log.validate()
+        assert roles(log) == [
+            "UserMessage",
+            "AssistantMessage",
+            "SystemMessage",  # the run's marker (UI-only; a system message may follow an unanswered call)
+            "ToolMessage",  # the repair, before the run's first user message
+            "UserMessage",
+            "AssistantMessage",
+        ]
+
+
+# -- a conversation owns its config (issue 8, item 8; r3_config_alias.py) -----------------------------------------
+def test_deltas_on_one_conversation_never_reach_another_given_the_same_config() -> None:
+    shared = ConversationConfig(model=ScriptedModel(["a", "b", "c"]), tools=[get_weather], extras={"openai_seed": 1})
+    a = Conversation(config=shared)
+    b = Conversation(config=shared)
+    a.continuation.mode("agent").persona("pirate").max_tool_rounds(1).tools(get_time).request("hi").prompt()
+    a.config.extras["openai_user"] = "x"
+    assert (b.config.mode, b.config.persona, b.config.max_tool_rounds) == (None, None, 10)
+    assert b.config.tools == [get_weather] and b.config.extras == {"openai_seed": 1}
+    assert (shared.mode, shared.tools, shared.extras) == (None, [get_weather], {"openai_seed": 1})
+
+
+def test_lists_and_dicts_given_as_config_deltas_are_the_conversations_own() -> None:
+    tools: list[Any] = [get_weather]
+    extras = {"openai_seed": 1}
+    conversation = Conversation()
+    conversation.apply_config_deltas({"tools": tools, "extras": extras})
+    tools.append(get_time)
+    extras["openai_seed"] = 2
+    assert conversation.config.tools == [get_weather] and conversation.config.extras == {"openai_seed": 1}
+
+
+def test_loading_two_conversations_with_one_config_keeps_their_modes_apart() -> None:
+    store = open_store("memory://")
+    first = llm.model(ScriptedModel(["x"])).store(store).mode("agent").request("one").prompt_conversation()
+    second = llm.model(ScriptedModel(["y"])).store(store).mode("chat").request("two").prompt_conversation()
+    first.release()
+    second.release()
+    shared = ConversationConfig()
+    loaded = [Conversation.load(c.id, store, shared) for c in (first, second)]
+    assert [c.config.mode for c in loaded] == ["agent", "chat"]
+    assert shared.mode is None
+
+
+# -- each message once --------------------------------------------------------------------------------------------
+def test_a_message_whose_id_is_already_in_the_log_is_refused() -> None:
+    store = open_store("memory://")
+    conversation = Conversation(store=store)
+    message = user("hello")
+    conversation.add(message)
+    with pytest.raises(UserError, match="already in the log"):
+        conversation.add(message)
+    with pytest.raises(UserError, match="already in the log"):
+        conversation.record(msgspec.structs.replace(assistant("a"), id=message.id))
+    assert conversation.messages == [message]
+    assert store.load(conversation.id) == [message]

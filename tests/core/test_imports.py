@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 HEAVY = ["httpx", "httpx_sse", "llama_cpp", "psycopg", "psycopg_pool", "click", "rich", "starlette", "uvicorn",
-         "jinja2", "pydantic", "pydantic_core", "openai", "anthropic"]  # fmt: skip
+         "jinja2", "pydantic", "pydantic_core", "openai", "anthropic", "mcp", "mcp_types", "jsonschema"]  # fmt: skip
 
 
 def loaded_after(code: str) -> set[str]:
@@ -51,3 +51,16 @@ from threadline import MessageList
 MessageList.from_json('{"version": "2.0", "messages": [{"role": "user", "content": "hi"}]}').validate()
 """
     assert "asyncio" not in loaded_after(code)
+
+
+def test_an_mcp_toolset_imports_the_sdk_only_when_it_connects() -> None:
+    # Made at import time of a user's module, it must cost nothing until its tools are needed.
+    code = """
+import sys
+from threadline import Toolset
+from threadline.toolboxes import Pages
+Toolset.from_mcp(command=[sys.executable, "-m", "mcp_server_time"])
+"""
+    modules = loaded_after(code)
+    assert "threadline.mcp_toolset" in modules
+    assert sorted(m for m in modules if m.split(".")[0] in ("mcp", "mcp_types", "jsonschema", "anyio")) == []

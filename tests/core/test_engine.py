@@ -14,8 +14,12 @@ from threadline import (
     Conversation,
     ConversationConfig,
     LLMError,
+    Model,
     ModelCapabilities,
     ModelError,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
     ToolMessage,
     Usage,
     UserMessage,
@@ -463,3 +467,61 @@ async def test_repeated_tool_call_ids_from_a_model_are_made_unique_in_the_log() 
     # What the model is sent next uses the same, now unique, ids.
     sent = [m for m in model.requests[3].messages if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in sent] == ids
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------------------------------------
+class Storyteller(Model):
+    """Streams the start of a story, then stops: with Ctrl-C, or by waiting until it is cancelled."""
+
+    name = "storyteller"
+    capabilities = ModelCapabilities(tools=True, streaming=True)
+
+    def __init__(self, stop: str) -> None:
+        self.stop = stop
+        self.started: asyncio.Event | None = None
+
+    async def stream(self, request: ModelRequest) -> Any:
+        yield TextDelta("Once upon ")
+        yield TextDelta("a time")
+        if self.stop == "ctrl-c":
+            raise KeyboardInterrupt
+        assert self.started is not None
+        self.started.set()
+        await asyncio.sleep(3600)
+        yield ModelResponse(content="never")
+
+
+def test_ctrl_c_during_a_model_call_is_logged_as_interrupted_with_the_partial_text() -> None:
+    conversation = Conversation(config=ConversationConfig(model=Storyteller("ctrl-c")))
+    conversation.add(user("Tell me a story."))
+
+    async def turn() -> None:
+        async for _ in conversation:
+            pass
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(turn())
+    failure = conversation.messages[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None
+    assert (failure.error.type, failure.content, failure.error.retryable) == ("interrupted", "Once upon a time", True)
+    conversation.messages.validate()
+
+
+async def test_a_cancelled_model_call_is_logged_as_interrupted_with_the_partial_text() -> None:
+    """asyncio turns Ctrl-C into the cancellation of the running task (asyncio.run, the CLI's runner)."""
+    model = Storyteller("cancel")
+    model.started = asyncio.Event()
+    conversation = Conversation(config=ConversationConfig(model=model))
+    conversation.add(user("Tell me a story."))
+    task = asyncio.ensure_future(run(conversation))
+    await model.started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    failure = conversation.messages[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None
+    assert (failure.error.type, failure.content) == ("interrupted", "Once upon a time")
+    # The conversation is free again and continues from the failure.
+    scripted = ScriptedModel(["...there was a dragon."])
+    assert await conversation.continuation.model(scripted).prompt_async() == "...there was a dragon."
+    assert "[LLM_ERROR type=interrupted" in (scripted.requests[0].messages[-1].content or "")

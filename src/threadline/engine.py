@@ -1,0 +1,510 @@
+"""The one turn engine. Every entry point (``prompt``, ``stream``, async iteration, ``prompt_for_type``, runs, and
+callers without a `Conversation`) drives `run_turn`.
+
+A turn: repair calls a crash left unanswered → build the context → call the model (streaming) → check what it
+returned → record the assistant message → run its tool calls (concurrently; results recorded in call order) → repeat
+until an answer without tool calls. After ``max_tool_rounds`` rounds the next request offers no tools, so the model
+must answer.
+
+The engine reaches its caller only through `TurnHost`: the log to read, a ``record(message)`` sink, the model, the
+tools of each request, the context builder, and the tool-call ids already used. `Conversation` is one host; a caller
+that keeps its log in a plain `MessageList` writes another in a few lines.
+
+Each message is recorded the moment it exists: the assistant message before any of its tools runs, each tool result
+as soon as it and the ones before it are done, and a failed model call (with the text it streamed) before the error
+goes on. ``record`` persists before it appends in memory, so when it raises (a store failure) the turn stops there
+with the log in memory and in the store still equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+
+from ._ids import new_id
+from .errors import ModelError
+from .messages import (
+    DEFAULT_META,
+    AssistantMessage,
+    LLMError,
+    Message,
+    MessageList,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+from .models.base import ModelRequest, ModelResponse, ModelSettings, ResponseFormat, TextDelta
+from .tools import ResolvedTools, execute_tool_call
+
+if TYPE_CHECKING:
+    from .context import BuiltContext
+    from .models.base import Model
+    from .tools import Tool
+
+__all__ = [
+    "INTERRUPTED_TOOL",
+    "TurnHost",
+    "TurnOptions",
+    "TurnResult",
+    "check_response",
+    "pending_calls_before",
+    "repair_pending",
+    "run_turn",
+]
+
+INTERRUPTED_TOOL = "interrupted: the previous run stopped before this tool call finished; it may not have run"
+INTERRUPTED_CALL = "the model call was interrupted (Ctrl-C or cancellation) before it finished"
+
+
+class TurnHost(Protocol):
+    """What the engine needs from its caller, and all it may touch.
+
+    `Conversation` implements it; so can any object that keeps a log, for example a `MessageList` and an optional
+    store. The engine never reads anything else of its host.
+    """
+
+    @property
+    def messages(self) -> MessageList:
+        """The log the turn reads (it grows only through `record`)."""
+        ...
+
+    def record(self, message: Message) -> None:
+        """Keep one new message: persist it (when the host has a store) and then append it to `messages`.
+
+        Raises:
+            StoreError: when it could not be persisted; nothing was appended then, and the turn stops.
+        """
+        ...
+
+    def resolve_model(self) -> Model:
+        """The model of this turn."""
+        ...
+
+    def resolve_tools(self) -> ResolvedTools:
+        """The tools of the next request, evaluated anew each time (dynamic tools, mentioned objects)."""
+        ...
+
+    async def build_request_context(self, tools: ResolvedTools, run_context: Any) -> BuiltContext:
+        """The messages of the next request, chosen from `messages` by the host's context builder."""
+        ...
+
+    def artifact_reader(self) -> Tool | None:
+        """The tool that reads full tool outputs sent as previews (offered only while a preview is in the
+        request), or None when the host keeps no artifacts."""
+        ...
+
+    def known_call_ids(self) -> set[str]:
+        """Every tool-call id in the log; the engine adds the ids it records (they must stay unique)."""
+        ...
+
+
+class TurnOptions(msgspec.Struct):
+    """What one turn needs beyond the host.
+
+    Attributes:
+        settings: Settings of every model call of the turn.
+        tool_choice: Applies to the first request of the turn; later rounds are ``auto``.
+        max_tool_rounds: Tool rounds before a tool-less request forces an answer.
+        tool_timeout: Seconds a tool may run (a tool's own timeout wins).
+        response_format: A JSON schema for structured output.
+        on_text: Called with each piece of text as the model streams it.
+        run_context: Run-mode context for the context builder.
+        meta: The `MessageMeta` every message of the turn is tagged with (None: the shared default).
+    """
+
+    settings: ModelSettings = msgspec.field(default_factory=ModelSettings)
+    tool_choice: str | None = None
+    max_tool_rounds: int = 10
+    tool_timeout: float | None = 60.0
+    response_format: ResponseFormat | None = None
+    on_text: Callable[[str], Any] | None = None
+    run_context: Any = None
+    meta: Any = None
+
+
+class TurnResult(msgspec.Struct):
+    """How a turn ended.
+
+    Attributes:
+        stop_reason: ``"end"`` (an answer without tool calls), ``"max_tool_rounds"`` (the round limit forced a
+            tool-less answer), or ``"error"`` (the model call failed).
+        rounds: Tool rounds run.
+        new_messages: Messages the turn appended, in order.
+        usage: Summed usage of the turn's model calls.
+    """
+
+    stop_reason: str = "end"
+    rounds: int = 0
+    new_messages: list[Message] = msgspec.field(default_factory=list)
+    usage: Usage = msgspec.field(default_factory=Usage)
+
+    @property
+    def text(self) -> str | None:
+        """The content of the turn's last assistant message."""
+        for message in reversed(self.new_messages):
+            if type(message) is AssistantMessage:
+                return message.content
+        return None
+
+
+async def run_turn(
+    host: TurnHost,
+    options: TurnOptions,
+    result: TurnResult | None = None,
+    *,
+    hold: AbstractAsyncContextManager[Any] | None = None,
+) -> AsyncIterator[Message]:
+    """Run one turn on ``host``; yield each message the moment it is recorded.
+
+    Args:
+        host: Where the log is read and recorded.
+        options: Settings of this turn.
+        result: Filled in as the turn goes (a new one if not given), so a caller can read how a turn ended even
+            when it raised.
+        hold: Entered when the turn starts (its first step) and left when it ends, e.g. a host's guard that keeps
+            other turns out; none by default (the caller keeps the host to itself).
+
+    Raises:
+        ModelError: when a model call fails or returns something that cannot be logged (the failure is recorded
+            first, with its partial output).
+        CapabilityError: when the model cannot serve the request (nothing is sent).
+        StoreError: when a message could not be persisted (the turn stops; memory and store stay equal).
+    """
+    if result is None:
+        result = TurnResult()
+    if hold is not None:
+        await hold.__aenter__()
+    try:
+        # One generator, not one wrapping another: every message of every turn passes through here.
+        model = host.resolve_model()
+        meta = _meta(options)
+        record = host.record
+        new_messages = result.new_messages
+
+        for repaired in repair_pending(host, meta):
+            new_messages.append(repaired)
+            yield repaired
+
+        tool_choice = options.tool_choice
+        while True:
+            final_round = result.rounds >= options.max_tool_rounds
+            tools = ResolvedTools() if final_round else host.resolve_tools()
+            built = await host.build_request_context(tools, options.run_context)
+            offered = tools.tools
+            if built.report.artifacts and not final_round:
+                reader = host.artifact_reader()
+                if reader is not None and reader.name not in offered:
+                    offered = {**offered, reader.name: reader}
+            request = ModelRequest(
+                messages=built.messages,
+                tools=[tool.spec() for tool in offered.values()],
+                tool_choice=(tool_choice if offered else None),
+                settings=options.settings,
+                response_format=options.response_format,
+            )
+            model.check(request)
+
+            response = await _call_model(host, model, request, options, result)
+            calls = response.tool_calls
+            message = AssistantMessage(
+                content=response.content,
+                tool_calls=_unique_ids(host.known_call_ids(), calls) if calls else calls,
+                model=response.model or model.name,
+                usage=response.usage,
+                meta=meta,
+            )
+            if response.usage is not None:
+                result.usage = result.usage + response.usage
+            record(message)
+            new_messages.append(message)
+            yield message
+
+            if not message.tool_calls:
+                result.stop_reason = "max_tool_rounds" if final_round else "end"
+                break
+            if final_round:
+                # No tools were offered, yet the model called some: answer them so the log stays valid, and stop.
+                for call in message.tool_calls:
+                    refused = ToolMessage(
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        content="Tool calls are not available: the tool round limit was reached. Answer directly.",
+                        is_error=True,
+                        meta=meta,
+                    )
+                    record(refused)
+                    new_messages.append(refused)
+                    yield refused
+                result.stop_reason = "max_tool_rounds"
+                break
+
+            async for tool_message in _run_tools(message.tool_calls, offered, options):
+                record(tool_message)
+                new_messages.append(tool_message)
+                yield tool_message
+            result.rounds += 1
+            tool_choice = None  # Only the first request of a turn is forced.
+    except BaseException as exc:
+        if hold is not None:
+            await hold.__aexit__(type(exc), exc, exc.__traceback__)
+        raise
+    if hold is not None:
+        await hold.__aexit__(None, None, None)
+
+
+def pending_calls_before(messages: MessageList, message: Message) -> list[ToolCall]:
+    """The calls a crash left unanswered that must be answered before ``message`` can follow in the log.
+
+    A user or assistant message may not follow unanswered calls (the protocol of `MessageList.validate`); system and
+    tool messages may.
+    """
+    if type(message) is UserMessage or type(message) is AssistantMessage:
+        return messages.pending_tool_calls()
+    return []
+
+
+def repair_pending(host: TurnHost, meta: Any = None, calls: Iterable[ToolCall] | None = None) -> list[ToolMessage]:
+    """Answer the tool calls a crash left unanswered with an ``interrupted`` error result, recorded in the log.
+
+    This is the one repair: the engine runs it at the start of every turn, and `Conversation` runs it on its
+    record path before a user or assistant message would follow unanswered calls (``conversation.add``, new
+    requests, the nodes of a run).
+
+    Args:
+        host: Whose log to repair.
+        meta: The meta of the results (None: the shared default).
+        calls: The calls to answer (default: the log's pending calls).
+
+    Returns:
+        The recorded results, in call order (empty when nothing was pending).
+    """
+    repaired: list[ToolMessage] = []
+    for call in host.messages.pending_tool_calls() if calls is None else calls:
+        message = ToolMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=INTERRUPTED_TOOL,
+            is_error=True,
+            meta=meta if meta is not None else DEFAULT_META,
+        )
+        host.record(message)
+        repaired.append(message)
+    return repaired
+
+
+async def _call_model(
+    host: TurnHost, model: Model, request: ModelRequest, options: TurnOptions, result: TurnResult
+) -> ModelResponse:
+    """Stream one model call and check what it returned; on failure record the partial output and raise."""
+    parts: list[str] = []
+    on_text = options.on_text
+    response: ModelResponse | None = None
+    try:
+        async for event in model.stream(request):
+            if type(event) is TextDelta:
+                text = event.text
+                if type(text) is not str:
+                    raise _invalid(model, f"streamed a text piece that is a {type(text).__name__}, not a str")
+                parts.append(text)
+                if on_text is not None:
+                    on_text(text)
+            elif type(event) is ModelResponse or isinstance(event, ModelResponse):
+                response = event
+            else:
+                raise _invalid(model, f"streamed a {type(event).__name__}; a model yields TextDelta and ModelResponse")
+        if response is None:
+            raise ModelError(f"model {model.name!r} ended its stream without a response", type="empty_response")
+        response = check_response(response, model.name)
+    except BaseException as exc:
+        import asyncio  # already loaded here (a coroutine is running); not imported with the package
+
+        partial = "".join(parts) or _text_or_empty(getattr(exc, "partial", ""))
+        if isinstance(exc, ModelError):
+            error = LLMError(type=exc.type, message=str(exc), retryable=exc.retryable)
+            raised: BaseException = exc
+        elif isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+            # Ctrl-C reaches a running turn as KeyboardInterrupt, or as the cancellation asyncio turns it into.
+            error = LLMError(type="interrupted", message=INTERRUPTED_CALL, retryable=True)
+            raised = exc
+        elif isinstance(exc, Exception):
+            error = LLMError(type=type(exc).__name__, message=str(exc) or type(exc).__name__, retryable=False)
+            raised = ModelError(
+                f"model {model.name!r} failed: {type(exc).__name__}: {exc}", type="error", partial=partial
+            )
+        else:  # SystemExit, GeneratorExit: record what we have, then let it through.
+            error = LLMError(type=type(exc).__name__, message="the model call was stopped", retryable=True)
+            raised = exc
+        if isinstance(raised, ModelError):
+            raised.partial = partial
+        failure = AssistantMessage(content=partial, error=error, model=model.name, meta=_meta(options))
+        host.record(failure)  # a StoreError here replaces the model's failure: the caller must see it
+        result.new_messages.append(failure)
+        result.stop_reason = "error"
+        if raised is exc:
+            raise
+        raise raised from exc
+    return response
+
+
+def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
+    """What a model returned, made safe to log: every field has the type the log's schema declares, so a stored log
+    always loads again.
+
+    The rules: tool-call ``arguments`` that are not a JSON object (a list, a number, a dict that cannot be written
+    as JSON) are kept as ``raw_arguments`` text, so the tool result is an "invalid arguments" error the model can
+    correct; ``arguments=None`` means no arguments; a usage or model name of the wrong type is dropped. What cannot
+    be repaired — content that is not text, a tool call without a name, a tool-call id that is not a string — makes
+    the call fail with a `ModelError` (``type="invalid_response"``), logged like any other failure.
+
+    Raises:
+        ModelError: for a response that cannot be logged.
+    """
+    content = response.content
+    calls = response.tool_calls
+    usage = response.usage
+    name = response.model
+    usage_ok = usage is None or (
+        type(usage) is Usage and type(usage.input_tokens) is int and type(usage.output_tokens) is int
+    )
+    name_ok = name is None or type(name) is str
+    if content is not None and type(content) is not str:
+        raise ModelError(
+            f"model {model_name!r} returned content that is a {type(content).__name__}, not a str",
+            type="invalid_response",
+        )
+    if type(calls) is list and not calls and usage_ok and name_ok:
+        return response  # the usual answer: nothing to check further
+    if type(calls) is not list:
+        if not isinstance(calls, (list, tuple)):
+            raise ModelError(
+                f"model {model_name!r} returned tool_calls that is a {type(calls).__name__}, not a list",
+                type="invalid_response",
+            )
+        calls = list(calls)
+    checked: list[ToolCall] = []
+    same = calls is response.tool_calls
+    for index, call in enumerate(calls):
+        fixed = _checked_call(call, index, model_name)
+        if fixed is not call:
+            same = False
+        checked.append(fixed)
+    if same and usage_ok and name_ok:
+        return response
+    return ModelResponse(
+        content=content,
+        tool_calls=checked,
+        usage=usage if usage_ok else None,
+        stop_reason=response.stop_reason,
+        model=name if name_ok else None,
+    )
+
+
+def _checked_call(call: Any, index: int, model_name: str) -> ToolCall:
+    if type(call) is not ToolCall:
+        raise ModelError(
+            f"model {model_name!r} returned tool call {index} as a {type(call).__name__}, not a ToolCall",
+            type="invalid_response",
+        )
+    if type(call.id) is not str:
+        raise ModelError(
+            f"model {model_name!r} returned tool call {index} with an id that is a {type(call.id).__name__}, not a str",
+            type="invalid_response",
+        )
+    if type(call.name) is not str or not call.name:
+        raise ModelError(
+            f"model {model_name!r} returned tool call {index} without a tool name", type="invalid_response"
+        )
+    arguments = call.arguments
+    raw = call.raw_arguments
+    if raw is not None and type(raw) is not str:
+        raw = _as_text(raw)
+    if arguments is None:
+        arguments = {}
+    if type(arguments) is not dict or not _json_object(arguments):
+        arguments, raw = {}, raw if raw is not None else _as_text(arguments)
+    if arguments is call.arguments and raw is call.raw_arguments:
+        return call
+    return ToolCall(id=call.id, name=call.name, arguments=arguments, raw_arguments=raw)
+
+
+def _json_object(arguments: dict[Any, Any]) -> bool:
+    """Whether a dict is a JSON object the log can hold: string keys, values JSON can write."""
+    for key in arguments:
+        if type(key) is not str:
+            return False
+    if not arguments:
+        return True
+    try:
+        _encode(arguments)
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+        return False
+    return True
+
+
+_encode = msgspec.json.encode
+
+
+def _as_text(value: Any) -> str:
+    """Arguments the log cannot hold as a JSON object, as text (JSON when possible) the model can be shown."""
+    try:
+        return msgspec.json.encode(value).decode("utf-8")
+    except Exception:
+        try:
+            return repr(value)
+        except Exception:
+            return f"<{type(value).__name__}>"
+
+
+def _text_or_empty(value: Any) -> str:
+    return value if type(value) is str else ""
+
+
+def _invalid(model: Model, problem: str) -> ModelError:
+    return ModelError(f"model {model.name!r} {problem}", type="invalid_response")
+
+
+async def _run_tools(calls: list[ToolCall], tools: dict[str, Any], options: TurnOptions) -> AsyncIterator[ToolMessage]:
+    """Run calls concurrently; yield results in call order, each as soon as it and the earlier ones are done."""
+    timeout = options.tool_timeout
+    if len(calls) == 1:
+        yield _with_meta(await execute_tool_call(calls[0], tools, timeout), options)
+        return
+    import asyncio  # already loaded here (a coroutine is running); not imported with the package
+
+    tasks = [asyncio.ensure_future(execute_tool_call(call, tools, timeout)) for call in calls]
+    try:
+        for task in tasks:
+            yield _with_meta(await task, options)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+
+
+def _unique_ids(known: set[str], calls: list[ToolCall]) -> list[ToolCall]:
+    """Keep tool-call ids unique within the log: some servers number calls ``call_0``, ``call_1``… in every answer,
+    and a repeated id would make a result ambiguous (and Anthropic refuses repeated ``tool_use`` ids)."""
+    out: list[ToolCall] = []
+    for call in calls:
+        if call.id and call.id not in known:
+            known.add(call.id)
+            out.append(call)
+            continue
+        fresh = f"{call.id or 'call'}-{new_id()[-10:].lower()}"
+        known.add(fresh)
+        out.append(ToolCall(id=fresh, name=call.name, arguments=call.arguments, raw_arguments=call.raw_arguments))
+    return out
+
+
+def _meta(options: TurnOptions) -> Any:
+    return options.meta if options.meta is not None else DEFAULT_META
+
+
+def _with_meta(message: ToolMessage, options: TurnOptions) -> ToolMessage:
+    if options.meta is not None:
+        message.meta = options.meta
+    return message

@@ -1,0 +1,240 @@
+"""One turn at a time per conversation, in one process (issue 8, item 3; r4_concurrent_turns.py): a second turn on
+a conversation waits for the running one — messages it adds included — whether it comes from another task or another
+thread; a call that cannot wait (synchronous, inside a running event loop) raises `ConversationBusy`."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from threadline import (
+    AssistantMessage,
+    Conversation,
+    ConversationBusy,
+    ConversationConfig,
+    MessageList,
+    ToolCall,
+    UserMessage,
+    llm,
+    user,
+)
+from threadline.testing import ScriptedModel, ScriptedRequest
+
+
+def tool_then_answer(request: ScriptedRequest) -> Any:
+    """Call the tool on the first request of a turn, answer after its result."""
+    if isinstance(request.messages[-1], UserMessage):
+        return AssistantMessage(tool_calls=[ToolCall(id="", name="slow_tool", arguments={"x": 1})])
+    return "done"
+
+
+async def slow_tool(x: int) -> str:
+    """Take a moment."""
+    await asyncio.sleep(0.05)
+    return str(x)
+
+
+def assert_turns_do_not_interleave(log: MessageList, questions: list[str]) -> None:
+    """The log validates, and each question is followed by its own whole turn: call, result, answer."""
+    log.validate()
+    shape = [
+        ("user", m.content)
+        if isinstance(m, UserMessage)
+        else ("calls" if isinstance(m, AssistantMessage) and m.tool_calls else type(m).__name__)
+        for m in log
+    ]
+    expected: list[Any] = []
+    for question in questions:
+        expected += [("user", question), "calls", "ToolMessage", "AssistantMessage"]
+    assert shape == expected
+
+
+async def test_two_turns_started_together_run_one_after_the_other() -> None:
+    model = ScriptedModel([tool_then_answer] * 10)
+    conversation = llm.model(model).tools(slow_tool).request("first").prompt_conversation()
+    await conversation.continuation.prompt_async()
+    results = await asyncio.gather(
+        conversation.continuation.request("A").prompt_async(),
+        conversation.continuation.request("B").prompt_async(),
+    )
+    assert results == ["done", "done"]  # each caller gets its own turn's answer, never ''
+    assert_turns_do_not_interleave(conversation.messages, ["first", "A", "B"])
+
+
+async def test_waiting_turns_go_in_the_order_they_came() -> None:
+    model = ScriptedModel([tool_then_answer] * 20)
+    conversation = Conversation(config=ConversationConfig(model=model, tools=[slow_tool]))
+    questions = [f"q{i}" for i in range(5)]
+    await asyncio.gather(*(conversation.continuation.request(q).prompt_async() for q in questions))
+    assert_turns_do_not_interleave(conversation.messages, questions)
+
+
+def test_two_threads_prompting_one_conversation_take_turns() -> None:
+    def sync_slow_tool(x: int) -> str:
+        """Take a moment."""
+        time.sleep(0.05)
+        return str(x)
+
+    def answer(request: ScriptedRequest) -> Any:
+        if isinstance(request.messages[-1], UserMessage):
+            return AssistantMessage(tool_calls=[ToolCall(id="", name="sync_slow_tool", arguments={"x": 1})])
+        return "done"
+
+    model = ScriptedModel([answer] * 40)
+    conversation = Conversation(config=ConversationConfig(model=model, tools=[sync_slow_tool]))
+    answers: list[str] = []
+    errors: list[BaseException] = []
+
+    def worker(name: str) -> None:
+        try:
+            for i in range(3):
+                answers.append(conversation.continuation.request(f"{name}{i}").prompt())
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(name,)) for name in ("a", "b", "c")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    assert answers == ["done"] * 9
+    questions = [m.content for m in conversation.messages if isinstance(m, UserMessage)]
+    assert sorted(questions) == sorted(f"{n}{i}" for n in "abc" for i in range(3))
+    assert_turns_do_not_interleave(conversation.messages, questions)
+
+
+async def test_a_synchronous_call_that_cannot_wait_raises_conversation_busy() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def gated(x: int) -> str:
+        """Wait for the test."""
+        started.set()
+        await release.wait()
+        return "ok"
+
+    def answer(request: ScriptedRequest) -> Any:
+        if isinstance(request.messages[-1], UserMessage):
+            return AssistantMessage(tool_calls=[ToolCall(id="g", name="gated", arguments={"x": 1})])
+        return "done"
+
+    conversation = Conversation(config=ConversationConfig(model=ScriptedModel([answer] * 4), tools=[gated]))
+    running = asyncio.ensure_future(conversation.continuation.request("first").prompt_async())
+    await started.wait()
+    before = list(conversation.messages)
+    with pytest.raises(ConversationBusy, match="running a turn"):
+        conversation.continuation.request("interjection").prompt_conversation()
+    with pytest.raises(ConversationBusy, match="running a turn"):
+        conversation.add(user("interjection"))
+    assert list(conversation.messages) == before  # nothing was added inside the running turn's tool group
+    release.set()
+    assert await running == "done"
+    conversation.add(user("now it fits"))  # once the turn is over, adding works again
+    conversation.messages.validate()
+
+
+async def test_a_turn_that_waits_longer_than_busy_timeout_gives_up() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def gated(x: int) -> str:
+        """Wait for the test."""
+        started.set()
+        await release.wait()
+        return "ok"
+
+    def answer(request: ScriptedRequest) -> Any:
+        if isinstance(request.messages[-1], UserMessage):
+            return AssistantMessage(tool_calls=[ToolCall(id="", name="gated", arguments={"x": 1})])
+        return "done"
+
+    config = ConversationConfig(model=ScriptedModel([answer] * 4), tools=[gated], busy_timeout=0.05)
+    conversation = Conversation(config=config)
+    running = asyncio.ensure_future(conversation.continuation.request("first").prompt_async())
+    await started.wait()
+    with pytest.raises(ConversationBusy, match="waited"):
+        await conversation.continuation.request("second").prompt_async()
+    release.set()
+    assert await running == "done"
+    assert [m.content for m in conversation.messages if isinstance(m, UserMessage)] == ["first"]
+    assert await conversation.continuation.request("second").prompt_async() == "done"
+    conversation.messages.validate()
+
+
+async def test_a_waiting_turn_that_is_cancelled_lets_the_next_one_through() -> None:
+    model = ScriptedModel([tool_then_answer] * 10)
+    conversation = Conversation(config=ConversationConfig(model=model, tools=[slow_tool]))
+    first = asyncio.ensure_future(conversation.continuation.request("A").prompt_async())
+    await asyncio.sleep(0)  # A holds the conversation
+    second = asyncio.ensure_future(conversation.continuation.request("B").prompt_async())
+    third = asyncio.ensure_future(conversation.continuation.request("C").prompt_async())
+    await asyncio.sleep(0.01)
+    second.cancel()
+    assert await first == "done" and await third == "done"
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    assert_turns_do_not_interleave(conversation.messages, ["A", "C"])
+
+
+def test_a_reservation_that_will_not_run_can_be_released() -> None:
+    model = ScriptedModel(["one", "two"])
+    conversation = llm.model(model).request("never run").prompt_conversation()  # reserved for its turn
+    conversation.release()
+    conversation.release()  # nothing reserved: nothing happens
+    assert conversation.continuation.request("and now").prompt() == "one"
+
+
+def test_acquire_says_once_that_it_waits_then_reserves_the_next_turn() -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def gated(x: int) -> str:
+        """Wait for the test."""
+        started.set()
+        release.wait(60)
+        return "ok"
+
+    def answer(request: ScriptedRequest) -> Any:
+        if isinstance(request.messages[-1], UserMessage):
+            return AssistantMessage(tool_calls=[ToolCall(id="", name="gated", arguments={"x": 1})])
+        return "done"
+
+    conversation = Conversation(config=ConversationConfig(model=ScriptedModel([answer] * 4), tools=[gated]))
+    answers: list[str] = []
+    first = threading.Thread(target=lambda: answers.append(conversation.continuation.request("first").prompt()))
+    first.start()
+    assert started.wait(60)
+    said: list[str] = []
+
+    def waiting() -> None:
+        said.append("waiting for another turn")
+        release.set()  # let the running turn finish only once this caller waits for it
+
+    conversation.acquire(on_wait=waiting)
+    assert said == ["waiting for another turn"]
+    first.join(60)
+    assert answers == ["done"]
+    assert conversation.continuation.request("second").prompt() == "done"
+    assert_turns_do_not_interleave(conversation.messages, ["first", "second"])
+
+
+async def test_a_turn_left_early_by_its_consumer_lets_the_next_turn_in() -> None:
+    model = ScriptedModel([tool_then_answer] * 10)
+    conversation = Conversation(config=ConversationConfig(model=model, tools=[slow_tool], busy_timeout=30))
+    conversation.add(user("first"))
+    turn = conversation.run()
+    async for _ in turn:
+        break  # the consumer stops after the tool call; the turn is closed, and the conversation freed
+    await turn.aclose()  # type: ignore[attr-defined]
+    assert await conversation.continuation.request("second").prompt_async() == "done"
+    conversation.messages.validate()  # the abandoned call was answered "interrupted" before "second"
+
+
+def test_a_stream_left_early_lets_the_next_turn_in() -> None:
+    model = ScriptedModel(["A long answer that streams in several pieces.", "again"])
+    conversation = Conversation(config=ConversationConfig(model=model, busy_timeout=30))
+    for _ in conversation.continuation.request("first").stream():
+        break
+    assert conversation.continuation.request("second").prompt() == "again"
