@@ -1,5 +1,8 @@
-"""Ready-made toolsets: ``read_artifact`` (full tool outputs saved by the context builder)."""
+"""Ready-made toolsets: `Pages` (``Pages.generate_ui``: pages the model publishes and reviews) and
+``read_artifact`` (full tool outputs saved by the context builder)."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from .pages import Pages
+
+__all__ = ["Pages"]
