@@ -1,0 +1,548 @@
+"""The viewer's ASGI app: `create_app(store, model=None, tools=(), token=None)` and its routes.
+
+Routes (DESIGN §8):
+
+- ``GET /`` the conversations, newest first, paged (``?offset=``); ``?q=`` searches titles and message text.
+- ``POST /c`` starts a new conversation (form fields ``text``, ``model``).
+- ``GET /c/<id>`` the timeline: the newest part (``?before=SEQ`` an older part; ``?at=MSG`` the part around a
+  message); ``GET /c/<id>/messages?before=SEQ|after=SEQ`` the next part as JSON (``html``, sequence numbers), for the
+  page's script.
+- ``GET /c/<id>/events?after=SEQ`` live updates (server-sent events, see `threadline.web.live`).
+- ``POST /c/<id>/messages`` runs a turn (form fields ``text``, ``model``); ``POST /c/<id>/fork`` (form field ``at``)
+  forks from a message.
+- ``GET /c/<id>/context?mode=`` the next request and the context report.
+- ``GET /c/<id>/export.json`` and ``/c/<id>/export.html`` the exports; ``GET /p/<page_id>`` a generated page.
+
+Every store call runs in a worker thread, so a slow disk or database never stalls the event loop that streams the
+other pages' events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+
+from anyio import to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .. import __version__
+from ..errors import StoreError
+from ..messages import AssistantMessage, Message, ToolMessage, content_for_model
+from ..models import DEFAULT_MODELS, Model, default_model_name
+from ..store import MessagePage, Store, open_store
+from .live import TurnEvents, event_stream
+from .render import environment, markup, page_document, pager_query, render_items, render_tool_part, stylesheet
+from .security import Guard
+from .timeline import Item, build_items, fork_links
+from .turns import TurnBusy, TurnRunner
+
+__all__ = ["create_app"]
+
+PAGE_SIZE = 40
+LIST_SIZE = 50
+MAX_TEXT = 100_000
+MODES = ("chat", "agent", "run")
+
+
+class _Viewer:
+    """The state behind the routes: the store, the templates, the turn runner and live events."""
+
+    def __init__(self, store: Store, models: dict[str, str | Model], tools: Sequence[Any]) -> None:
+        self.store = store
+        self.models = models
+        self.tools = list(tools)
+        self.env = environment(__version__)
+        self.events = TurnEvents()
+        self.turns = TurnRunner(store, self.tools, self.events)
+        self.closing = asyncio.Event()
+
+    # -- rendering ----------------------------------------------------------------------------------------------
+    def page(self, template: str, code: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("with_script", False)
+        context.setdefault("static", False)
+        html = self.env.get_template(template).render(store_url=self.store.url, models=list(self.models), **context)
+        return HTMLResponse(html, status_code=code, headers={"cache-control": "no-store"})
+
+    def error(self, status: int, heading: str, detail: str) -> HTMLResponse:
+        return self.page("error.html", status, status=status, heading=heading, detail=detail)
+
+    def message_events(self, cid: str, page: MessagePage) -> list[dict[str, Any]]:
+        """The ``message`` event payloads of newly appended messages."""
+        items = build_items(page.messages, page.seqs)
+        payloads: list[dict[str, Any]] = []
+        for item in items:
+            payload: dict[str, Any] = {"seq": item.seq, "id": item.id, "role": item.kind}
+            payload["html"] = render_items(self.env, [item], cid)
+            if item.standalone is not None:
+                tool = item.standalone
+                payload["call_id"] = tool.call_id
+                for part in ("body", "status", "page"):
+                    payload[part] = render_tool_part(self.env, part, tool, cid)
+                payload["state"] = tool.state
+            payloads.append(payload)
+        if payloads and page.last_seq is not None:
+            payloads[-1]["seq"] = page.last_seq  # results folded into their call's item count as read too
+        return payloads
+
+
+def _forks_of(store: Store, cid: str) -> tuple[dict[str, Any], list[Any]]:
+    forks = store.list_forks(cid)
+    links = fork_links((str(f.metadata.get("forked_from", {}).get("message", "")), f.id, f.title or "") for f in forks)
+    return links, forks
+
+
+def _extend_to_group(store: Store, cid: str, page: MessagePage) -> MessagePage:
+    """Make a part start with a whole tool group: while it starts with tool results, read back to their call."""
+    messages, seqs, has_older = list(page.messages), list(page.seqs), page.has_older
+    while messages and type(messages[0]) is ToolMessage and has_older:
+        more = store.read_tail(cid, 8, before=seqs[0])
+        if not more.messages:
+            break
+        starts = [i for i, message in enumerate(more.messages) if type(message) is not ToolMessage]
+        start = starts[-1] if starts else 0
+        messages[:0], seqs[:0] = more.messages[start:], more.seqs[start:]
+        has_older = start > 0 or more.has_older
+    return MessagePage(messages, seqs, has_older)
+
+
+def _configured_models() -> dict[str, str | Model]:
+    """The models the composer offers when ``-m`` was not given: the default one, then each configured provider's."""
+    import importlib.util
+
+    names = [default_model_name()]
+    if importlib.util.find_spec("llama_cpp") is not None:
+        names.append("local")
+    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+        names.append(DEFAULT_MODELS["openai"])
+    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL"):
+        names.append(DEFAULT_MODELS["anthropic"])
+    return {name: name for name in dict.fromkeys(names)}
+
+
+def create_app(
+    store: Store | str,
+    model: str | Model | None = None,
+    tools: Iterable[Any] = (),
+    token: str | None = None,
+    *,
+    allowed_hosts: Iterable[str] = (),
+) -> Any:
+    """The web viewer as an ASGI app, to serve with uvicorn or mount in another app.
+
+    Args:
+        store: The store to show (or its URL).
+        model: The model turns run on; when None, the composer offers a menu of the configured models.
+        tools: Tools offered in every turn run from the browser (functions, `Tool`s, `Toolset`s, objects).
+        token: A secret every request must carry (see `threadline.web.security`); required for any bind that is
+            not loopback.
+        allowed_hosts: Host names, besides ``localhost`` and the loopback addresses, that requests may name.
+
+    Returns:
+        The app (a Starlette application wrapped in the viewer's guard).
+    """
+    own_store = isinstance(store, str)
+    opened: Store = open_store(store) if isinstance(store, str) else store
+    if model is None:
+        models = _configured_models()
+    else:
+        models = {model if isinstance(model, str) else model.name: model}
+    viewer = _Viewer(opened, models, list(tools))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            viewer.closing.set()
+            await viewer.turns.close()
+            if own_store:
+                opened.close()
+
+    routes = [
+        Route("/", _handler(viewer, list_page)),
+        Route("/c", _handler(viewer, new_conversation), methods=["POST"]),
+        Route("/c/{cid}", _handler(viewer, timeline_page)),
+        Route("/c/{cid}/messages", _handler(viewer, messages_part), methods=["GET"]),
+        Route("/c/{cid}/messages", _handler(viewer, continue_conversation), methods=["POST"]),
+        Route("/c/{cid}/events", _handler(viewer, events)),
+        Route("/c/{cid}/fork", _handler(viewer, fork), methods=["POST"]),
+        Route("/c/{cid}/context", _handler(viewer, context_page)),
+        Route("/c/{cid}/export.json", _handler(viewer, export_json)),
+        Route("/c/{cid}/export.html", _handler(viewer, export_html)),
+        Route("/p/{page_id}", _handler(viewer, generated_page)),
+        Mount(
+            "/static", StaticFiles(directory=str(resources.files("threadline.web").joinpath("static"))), name="static"
+        ),
+    ]
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        if status == 405:
+            return viewer.error(405, "Not allowed", f"{request.method} is not allowed here.")
+        return viewer.error(status, "Not found", f"Nothing at {request.url.path}.")
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        return viewer.error(500, "Something went wrong", f"The viewer failed: {type(exc).__name__}.")
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: not_found, 404: not_found, 500: server_error},
+    )
+    app.state.viewer = viewer
+    return Guard(app, token=token, allowed_hosts=allowed_hosts)
+
+
+Handler = Callable[[_Viewer, Request], Any]
+
+
+def _handler(viewer: _Viewer, fn: Handler) -> Callable[[Request], Any]:
+    """A route endpoint: store errors that name something missing become 404 pages; others a one-line 503."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            response: Response = await fn(viewer, request)
+        except StoreError as exc:
+            text = str(exc)
+            if text.startswith(("no conversation", "no message", "no page")):
+                return viewer.error(404, "Not found", text)
+            return viewer.error(503, "The store failed", text)
+        return response
+
+    endpoint.__name__ = fn.__name__
+    return endpoint
+
+
+async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    return await to_thread.run_sync(fn, *args)
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise HTTPException(400, f"{name} must be an integer") from None
+    if number < -1:
+        raise HTTPException(400, f"{name} must not be negative")
+    return number
+
+
+# -- the list ----------------------------------------------------------------------------------------------------
+async def list_page(viewer: _Viewer, request: Request) -> Response:
+    query = request.query_params.get("q", "").strip()[:500]
+    offset = _int_param(request, "offset") or 0
+    store = viewer.store
+    if query:
+        rows = await _in_thread(store.search_conversations, query, LIST_SIZE + 1, offset)
+    else:
+        rows = await _in_thread(store.list_summaries, LIST_SIZE + 1, offset)
+    return viewer.page(
+        "list.html",
+        rows=rows[:LIST_SIZE],
+        more=len(rows) > LIST_SIZE,
+        query=query,
+        offset=offset,
+        limit=LIST_SIZE,
+        pager=lambda value: pager_query(query, max(0, value)),
+        with_script=True,
+    )
+
+
+# -- the timeline ------------------------------------------------------------------------------------------------
+def _read_part(store: Store, cid: str, before: int | None, at: str | None) -> tuple[Any, MessagePage, bool, Any]:
+    """Everything the timeline page needs, read in one worker thread: info, the part, whether it ends at the
+    newest message, the forks."""
+    info = store.get_conversation(cid)
+    if at is not None:
+        seq = store.message_seq(cid, at)
+        # The message and a few before it (for context), then the part after it.
+        head = store.read_tail(cid, 5, before=seq)
+        tail = store.read_after(cid, seq - 1, PAGE_SIZE)
+        page = MessagePage(head.messages + tail.messages, head.seqs + tail.seqs, head.has_older)
+        at_end = not tail.seqs or not store.read_after(cid, tail.seqs[-1], 1).messages
+    else:
+        page = store.read_tail(cid, PAGE_SIZE, before=before)
+        at_end = before is None or not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
+    page = _extend_to_group(store, cid, page)
+    return info, page, at_end, _forks_of(store, cid)
+
+
+async def timeline_page(viewer: _Viewer, request: Request) -> Response:
+    cid = request.path_params["cid"]
+    before = _int_param(request, "before")
+    at = request.query_params.get("at") or None
+    info, page, at_end, (links, forks) = await _in_thread(_read_part, viewer.store, cid, before, at)
+    origin = None
+    forked_from = info.metadata.get("forked_from")
+    if isinstance(forked_from, dict) and isinstance(forked_from.get("conversation"), str):
+        origin = {
+            "conversation": forked_from["conversation"],
+            "message": str(forked_from.get("message", "")),
+            "title": None,
+        }
+        with contextlib.suppress(StoreError):
+            origin["title"] = (await _in_thread(viewer.store.get_conversation, origin["conversation"])).title
+    items = build_items(page.messages, page.seqs, links)
+    return viewer.page(
+        "conversation.html",
+        cid=cid,
+        info=info,
+        rendered=items,
+        first_seq=page.first_seq,
+        last_seq=page.last_seq if page.last_seq is not None else -1,
+        has_older=page.has_older,
+        at_end=at_end,
+        origin=origin,
+        fork_count=len(forks),
+        fork_list=forks[:10],
+        running=viewer.turns.is_running(cid),
+        with_script=True,
+    )
+
+
+def _read_more(store: Store, cid: str, before: int | None, after: int | None) -> tuple[MessagePage, bool, Any]:
+    if after is not None:
+        page = store.read_after(cid, after, PAGE_SIZE)
+        at_end = not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
+        return page, at_end, _forks_of(store, cid)[0]
+    page = _extend_to_group(store, cid, store.read_tail(cid, PAGE_SIZE, before=before))
+    return page, False, _forks_of(store, cid)[0]
+
+
+async def messages_part(viewer: _Viewer, request: Request) -> Response:
+    cid = request.path_params["cid"]
+    before = _int_param(request, "before")
+    after = _int_param(request, "after")
+    if (before is None) == (after is None):
+        raise HTTPException(400, "give exactly one of before= and after=")
+    page, at_end, links = await _in_thread(_read_more, viewer.store, cid, before, after)
+    items = build_items(page.messages, page.seqs, links)
+    return JSONResponse(
+        {
+            "html": render_items(viewer.env, items, cid),
+            "first_seq": page.first_seq,
+            "last_seq": page.last_seq,
+            "has_older": page.has_older,
+            "at_end": at_end,
+        },
+        headers={"cache-control": "no-store"},
+    )
+
+
+async def events(viewer: _Viewer, request: Request) -> Response:
+    cid = request.path_params["cid"]
+    after = _int_param(request, "after")
+    resume = request.headers.get("last-event-id")
+    if resume is not None and resume.lstrip("-").isdigit():
+        after = int(resume)
+    await _in_thread(viewer.store.get_conversation, cid)  # a 404 now rather than a stream that fails
+    stream = event_stream(
+        viewer.store,
+        cid,
+        -1 if after is None else after,
+        viewer.events,
+        lambda page: viewer.message_events(cid, page),
+        viewer.closing,
+    )
+    return StreamingResponse(
+        stream,
+        media_type="text/event-stream",
+        headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+    )
+
+
+# -- changes: continue, start, fork ------------------------------------------------------------------------------
+def _wants_json(request: Request) -> bool:
+    return "application/json" in request.headers.get("accept", "")
+
+
+async def _turn_form(viewer: _Viewer, request: Request) -> tuple[str, str | Model]:
+    form = await request.form()
+    text = str(form.get("text") or "").strip()
+    if not text:
+        raise HTTPException(400, "Write a message first.")
+    if len(text) > MAX_TEXT:
+        raise HTTPException(400, f"The message is {len(text):,} characters; the limit is {MAX_TEXT:,}.")
+    name = str(form.get("model") or next(iter(viewer.models)))
+    if name not in viewer.models:
+        raise HTTPException(400, f"Unknown model {name!r}: choose one of {', '.join(viewer.models)}.")
+    return text, viewer.models[name]
+
+
+def _refusal(viewer: _Viewer, request: Request, status: int, detail: str) -> Response:
+    if _wants_json(request):
+        return JSONResponse({"error": detail}, status_code=status)
+    return viewer.error(status, "Not started", detail)
+
+
+async def continue_conversation(viewer: _Viewer, request: Request) -> Response:
+    cid = request.path_params["cid"]
+    try:
+        text, model = await _turn_form(viewer, request)
+    except HTTPException as exc:
+        return _refusal(viewer, request, exc.status_code, exc.detail)
+    await _in_thread(viewer.store.get_conversation, cid)
+    try:
+        viewer.turns.start(cid, text, model)
+    except TurnBusy:
+        return _refusal(
+            viewer, request, 409, "This conversation is busy: a turn is running. Wait for it to finish, then send."
+        )
+    if _wants_json(request):
+        return JSONResponse({"started": True}, status_code=202)
+    return RedirectResponse(f"/c/{cid}", status_code=303)
+
+
+async def new_conversation(viewer: _Viewer, request: Request) -> Response:
+    try:
+        text, model = await _turn_form(viewer, request)
+    except HTTPException as exc:
+        return _refusal(viewer, request, exc.status_code, exc.detail)
+    title = " ".join(text.split())
+    info = await _in_thread(viewer.store.create_conversation, title if len(title) <= 80 else title[:79] + "…")
+    viewer.turns.start(info.id, text, model)
+    return RedirectResponse(f"/c/{info.id}", status_code=303)
+
+
+async def fork(viewer: _Viewer, request: Request) -> Response:
+    cid = request.path_params["cid"]
+    form = await request.form()
+    at = str(form.get("at") or "")
+    if not at:
+        return viewer.error(400, "Nothing to fork", "Choose the message to fork from.")
+    info = await _in_thread(lambda: viewer.store.fork_conversation(cid, at))
+    return RedirectResponse(f"/c/{info.id}", status_code=303)
+
+
+# -- context, exports, pages -------------------------------------------------------------------------------------
+def _build_context(viewer: _Viewer, cid: str, mode: str | None) -> tuple[Any, Any, int]:
+    from ..conversation import Conversation, ConversationConfig
+
+    info = viewer.store.get_conversation(cid)
+    conversation = Conversation.load(cid, viewer.store, ConversationConfig(tools=list(viewer.tools)))
+    return info, conversation.build_context(mode=mode), len(conversation.messages)
+
+
+def _request_rows(messages: Sequence[Message], prefix: int) -> list[dict[str, Any]]:
+    import json
+
+    rows = []
+    for index, message in enumerate(messages):
+        row: dict[str, Any] = {"role": message.role, "made": index < prefix, "calls": [], "label": message.role}
+        if type(message) is ToolMessage:
+            row["label"] = f"tool result for {message.tool_name} ({message.tool_call_id})"
+            row["label"] += " · error" if message.is_error else ""
+            row["text"] = message.content
+        elif type(message) is AssistantMessage:
+            row["text"] = content_for_model(message)
+            for call in message.tool_calls:
+                arguments = (
+                    call.raw_arguments
+                    if call.raw_arguments is not None
+                    else json.dumps(call.arguments, ensure_ascii=False)
+                )
+                row["calls"].append(f"{call.name}({arguments})  id={call.id}")
+        else:
+            row["text"] = getattr(message, "content", "")
+        rows.append(row)
+    return rows
+
+
+def _drop_groups(report: Any) -> list[tuple[str, str, str, int]]:
+    groups: list[tuple[str, str, str, int]] = []
+    for drop in report.dropped:
+        if groups and groups[-1][0] == drop.reason:
+            reason, first, _, count = groups[-1]
+            groups[-1] = (reason, first, drop.id, count + 1)
+        else:
+            groups.append((drop.reason, drop.id, drop.id, 1))
+    return groups
+
+
+async def context_page(viewer: _Viewer, request: Request) -> Response:
+    cid = request.path_params["cid"]
+    mode = request.query_params.get("mode") or None
+    if mode is not None and mode not in MODES:
+        return viewer.error(400, "Unknown mode", f"mode must be one of {', '.join(MODES)}.")
+    info, built, total = await _in_thread(_build_context, viewer, cid, mode)
+    return viewer.page(
+        "context.html",
+        cid=cid,
+        info=info,
+        mode=mode or info.active_mode or "chat",
+        modes=MODES,
+        tools=bool(viewer.tools),
+        report=built.report,
+        total=total,
+        drops=_drop_groups(built.report),
+        request=_request_rows(built.messages, built.report.prefix_messages),
+    )
+
+
+async def export_json(viewer: _Viewer, request: Request) -> Response:
+    cid = request.path_params["cid"]
+    messages = await _in_thread(viewer.store.load, cid)
+    return Response(
+        messages.to_json(),
+        media_type="application/json",
+        headers={"content-disposition": f'attachment; filename="{_safe_name(cid)}.json"', "cache-control": "no-store"},
+    )
+
+
+def _export_items(viewer: _Viewer, cid: str) -> tuple[Any, list[Item]]:
+    info = viewer.store.get_conversation(cid)
+    messages = list(viewer.store.load(cid))
+    return info, build_items(messages, list(range(len(messages))), _forks_of(viewer.store, cid)[0])
+
+
+async def export_html(viewer: _Viewer, request: Request) -> Response:
+    cid = request.path_params["cid"]
+    info, items = await _in_thread(_export_items, viewer, cid)
+    forked = info.metadata.get("forked_from")
+    html = viewer.env.get_template("export.html").render(
+        info=info,
+        rendered=items,
+        cid=cid,
+        static=True,
+        css=markup(stylesheet()),
+        exported=datetime.now(UTC),
+        version=__version__,
+        origin=forked if isinstance(forked, dict) else None,
+    )
+    return HTMLResponse(
+        html,
+        headers={
+            "content-disposition": f'attachment; filename="{_safe_name(cid)}.html"',
+            "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+            "cache-control": "no-store",
+        },
+    )
+
+
+async def generated_page(viewer: _Viewer, request: Request) -> Response:
+    page = await _in_thread(viewer.store.get_page, request.path_params["page_id"])
+    return HTMLResponse(
+        page_document(page),
+        headers={
+            "content-security-policy": "sandbox allow-scripts",
+            "x-frame-options": "SAMEORIGIN",
+            "cache-control": "no-store",
+        },
+    )
+
+
+def _safe_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:100] or "conversation"

@@ -1,0 +1,111 @@
+"""Rendering: the Jinja environment (autoescaping everywhere), its helpers, and the small documents the viewer
+builds itself (a generated page, the self-contained HTML export)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from markupsafe import Markup
+
+from ..store import PageInfo
+from .timeline import Item
+
+__all__ = ["environment", "page_document", "render_items", "stylesheet"]
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def iso(value: datetime) -> str:
+    """A timestamp for ``<time datetime=…>`` (the page's script shows it in the reader's time zone)."""
+    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def when(value: datetime) -> str:
+    """A timestamp as shown before the script localizes it."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def marks(text: str, query: str) -> Iterator[tuple[str, bool]]:
+    """``text`` in parts, each flagged when it is a word the query's words start (to wrap in ``<mark>``)."""
+    words = [w for w in _WORD.findall(query.lower()) if w]
+    position = 0
+    for match in _WORD.finditer(text):
+        if any(match.group().lower().startswith(w) for w in words):
+            if match.start() > position:
+                yield text[position : match.start()], False
+            yield match.group(), True
+            position = match.end()
+    if position < len(text):
+        yield text[position:], False
+
+
+@cache
+def stylesheet() -> str:
+    """The viewer's CSS (inlined in exports)."""
+    return resources.files("threadline.web").joinpath("static/viewer.css").read_text(encoding="utf-8")
+
+
+def environment(version: str) -> jinja2.Environment:
+    """The template environment: autoescaping on for every template, undefined names are errors."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("threadline.web", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+    )
+    env.globals.update(
+        iso=iso,
+        when=when,
+        marks=marks,
+        asset=lambda name: f"/static/{name}?v={version}",
+    )
+    return env
+
+
+def render_items(env: jinja2.Environment, items: Sequence[Item], cid: str, *, static: bool = False) -> str:
+    """The HTML of timeline items (as a page fragment)."""
+    return env.get_template("_fragment.html").render(rendered=items, cid=cid, static=static)
+
+
+def render_tool_part(env: jinja2.Environment, part: str, tool: Any, cid: str) -> str:
+    """One part (``body``, ``status``, ``page``) of a tool group, for a result that arrives after its call."""
+    return env.get_template("_tool_result.html").render(part=part, tool=tool, cid=cid, static=False)
+
+
+def pager_query(query: str, offset: int) -> str:
+    """The query string of a list page."""
+    params: dict[str, Any] = {}
+    if query:
+        params["q"] = query
+    if offset > 0:
+        params["offset"] = offset
+    return urlencode(params)
+
+
+def page_document(page: PageInfo) -> str:
+    """A generated page as one HTML document: its title, CSS, HTML and script. It is served with
+    ``Content-Security-Policy: sandbox allow-scripts``, so its script runs in an opaque origin, apart from the
+    viewer; the only escaping here keeps the parts from closing each other's elements."""
+    from html import escape
+
+    css = page.css.replace("</", "<\\/")
+    js = page.js.replace("</", "<\\/")
+    script = f"<script>{js}</script>" if js.strip() else ""
+    return (
+        "<!doctype html><html><head><meta charset=utf-8>"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(page.title)}</title><style>{css}</style></head>"
+        f"<body>{page.html}{script}</body></html>"
+    )
+
+
+def markup(text: str) -> Markup:
+    """Trusted HTML (the viewer's own CSS, already-rendered fragments), never message text."""
+    return Markup(text)

@@ -1,0 +1,225 @@
+// threadline viewer: the page's few behaviours, without a framework.
+// - times shown in the reader's time zone;
+// - older parts of a long conversation loaded on scroll (newer ones too, when opened at a search hit);
+// - live updates: new messages, the streamed answer and the turn's state, from /c/<id>/events (server-sent events);
+// - the composer posts without leaving the page.
+// Every HTML string inserted here was rendered (and escaped) by the server.
+"use strict";
+
+(function () {
+  const localTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+  function localizeTimes(root) {
+    for (const el of root.querySelectorAll("time[datetime]")) {
+      const date = new Date(el.getAttribute("datetime"));
+      if (!isNaN(date)) {
+        el.title = el.textContent;
+        el.textContent = localTime.format(date);
+      }
+    }
+  }
+
+  function fragment(html) {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    localizeTimes(template.content);
+    return template.content;
+  }
+
+  localizeTimes(document);
+
+  const timeline = document.getElementById("timeline");
+  if (!timeline) return;
+
+  const cid = timeline.dataset.cid;
+  const items = document.getElementById("items");
+  const draft = document.getElementById("draft");
+  const draftText = draft.querySelector(".text");
+  const status = document.getElementById("turn-status");
+  const liveState = document.getElementById("live-state");
+  const composer = document.getElementById("composer");
+  let firstSeq = timeline.dataset.firstSeq === "" ? null : Number(timeline.dataset.firstSeq);
+  let lastSeq = Number(timeline.dataset.lastSeq);
+  let hasOlder = timeline.dataset.hasOlder === "true";
+  let atEnd = timeline.dataset.atEnd === "true";
+  let loadingOlder = false;
+
+  function nearBottom() {
+    return window.innerHeight + window.scrollY >= document.body.scrollHeight - 160;
+  }
+
+  function scrollToBottom() {
+    window.scrollTo(0, document.body.scrollHeight);
+  }
+
+  // -- older and newer parts ---------------------------------------------------------------------------------------
+  const olderBox = timeline.querySelector(".older");
+
+  async function loadOlder() {
+    if (!hasOlder || loadingOlder || firstSeq === null) return;
+    loadingOlder = true;
+    try {
+      const response = await fetch(`/c/${encodeURIComponent(cid)}/messages?before=${firstSeq}`, {
+        headers: { Accept: "application/json" },
+      });
+      if (!response.ok) throw new Error(response.statusText);
+      const part = await response.json();
+      const before = document.body.scrollHeight;
+      items.prepend(fragment(part.html));
+      window.scrollBy(0, document.body.scrollHeight - before); // keep what the reader was looking at in place
+      firstSeq = part.first_seq === null ? firstSeq : part.first_seq;
+      hasOlder = part.has_older;
+      if (!hasOlder) olderBox.innerHTML = '<p class="muted start">Start of the conversation</p>';
+    } catch (error) {
+      olderBox.textContent = "Could not load older messages: " + error.message;
+    } finally {
+      loadingOlder = false;
+    }
+  }
+
+  if (olderBox) {
+    const link = olderBox.querySelector(".load-older");
+    if (link) {
+      link.addEventListener("click", (event) => {
+        event.preventDefault();
+        loadOlder();
+      });
+    }
+    new IntersectionObserver((entries) => {
+      if (entries.some((entry) => entry.isIntersecting)) loadOlder();
+    }, { rootMargin: "400px 0px 0px 0px" }).observe(olderBox);
+  }
+
+  const newerBox = timeline.querySelector(".newer");
+  async function loadNewer() {
+    const response = await fetch(`/c/${encodeURIComponent(cid)}/messages?after=${lastSeq}`, {
+      headers: { Accept: "application/json" },
+    });
+    if (!response.ok) return;
+    const part = await response.json();
+    items.append(fragment(part.html));
+    if (part.last_seq !== null) lastSeq = part.last_seq;
+    atEnd = part.at_end;
+    if (atEnd) {
+      newerBox.innerHTML = "";
+      startLive();
+    }
+  }
+  const newerLink = newerBox && newerBox.querySelector(".load-newer");
+  if (newerLink) {
+    newerLink.addEventListener("click", (event) => {
+      event.preventDefault();
+      loadNewer();
+    });
+  }
+
+  // -- live updates --------------------------------------------------------------------------------------------------
+  function setStatus(text, bad) {
+    status.textContent = text;
+    status.classList.toggle("bad", Boolean(bad));
+  }
+
+  function addMessage(data) {
+    const follow = nearBottom();
+    if (data.role === "assistant" || data.role === "failure") {
+      draft.hidden = true;
+      draftText.textContent = "";
+    }
+    const group = data.call_id ? document.getElementById("call-" + data.call_id) : null;
+    if (group && group.tagName === "DETAILS") {
+      // A result whose call is on the page: complete that group.
+      group.querySelector(".tool-body").replaceWith(fragment(data.body));
+      group.querySelector(".tool-meta").replaceChildren(fragment(data.status));
+      group.classList.remove("state-pending");
+      group.classList.add("state-" + data.state);
+      const slot = group.nextElementSibling;
+      if (slot && slot.classList.contains("page-slot")) slot.replaceChildren(fragment(data.page));
+    } else if (!document.getElementById("m-" + data.id)) {
+      items.append(fragment(data.html));
+      const empty = timeline.querySelector(".empty");
+      if (empty) empty.remove();
+    }
+    if (follow) scrollToBottom();
+  }
+
+  let source = null;
+  function startLive() {
+    if (source) return;
+    source = new EventSource(`/c/${encodeURIComponent(cid)}/events?after=${lastSeq}`);
+    source.addEventListener("open", () => { liveState.textContent = "live"; });
+    source.addEventListener("error", () => { liveState.textContent = "reconnecting…"; });
+    source.addEventListener("message", (event) => {
+      const data = JSON.parse(event.data);
+      if (data.seq > lastSeq) lastSeq = data.seq;
+      addMessage(data);
+    });
+    source.addEventListener("delta", (event) => {
+      const follow = nearBottom();
+      draft.hidden = false;
+      draftText.textContent += JSON.parse(event.data).text;
+      if (follow) scrollToBottom();
+    });
+    source.addEventListener("turn", (event) => {
+      const data = JSON.parse(event.data);
+      const send = composer.querySelector("button[type=submit]");
+      if (data.state === "running") {
+        setStatus("The model is answering…");
+        send.disabled = true;
+        return;
+      }
+      send.disabled = false;
+      draft.hidden = true;
+      draftText.textContent = "";
+      if (data.state === "done") setStatus("");
+      else if (data.state === "failed") setStatus("The model call failed: " + data.detail, true);
+      else if (data.state === "busy") setStatus("This conversation is busy elsewhere: " + data.detail, true);
+      else setStatus("The turn stopped: " + data.detail, true);
+    });
+  }
+
+  // -- the composer and the continue buttons --------------------------------------------------------------------------
+  async function post(form) {
+    const response = await fetch(form.action, {
+      method: "POST",
+      body: new FormData(form),
+      headers: { Accept: "application/json" },
+    });
+    if (response.status === 202) return true;
+    let detail = response.statusText;
+    try {
+      detail = (await response.json()).error || detail;
+    } catch (_) { /* not JSON: keep the status text */ }
+    setStatus(detail, true);
+    return false;
+  }
+
+  composer.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = composer.querySelector("textarea");
+    if (!text.value.trim()) return;
+    if (await post(composer)) {
+      text.value = "";
+      setStatus("The model is answering…");
+      scrollToBottom();
+    }
+  });
+  composer.querySelector("textarea").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      composer.requestSubmit();
+    }
+  });
+  items.addEventListener("submit", async (event) => {
+    const form = event.target;
+    if (!form.classList.contains("continue-form")) return; // forks navigate to the new conversation
+    event.preventDefault();
+    if (await post(form)) setStatus("The model is answering…");
+  });
+
+  if (!location.hash && !new URLSearchParams(location.search).has("at")) scrollToBottom();
+  if (new URLSearchParams(location.search).has("at")) {
+    const target = document.getElementById("m-" + new URLSearchParams(location.search).get("at"));
+    if (target) target.scrollIntoView({ block: "center" });
+  }
+  if (atEnd) startLive();
+})();

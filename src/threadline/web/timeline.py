@@ -1,0 +1,262 @@
+"""The timeline as the viewer shows it: log messages turned into display items (pure, no I/O, no HTML).
+
+An assistant message's tool calls are grouped with their results (one `ToolView` per call: name, arguments preview,
+duration, state, output); a failed model call becomes a failure with its partial output and error type; mode, run,
+node and agent become badges; UI-only messages are marked so the page greys them. Templates render these items and
+escape every string they hold: no message text is ever treated as HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..messages import (
+    AssistantMessage,
+    LLMError,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+
+__all__ = [
+    "TEXT_LIMIT",
+    "ForkLink",
+    "Item",
+    "ToolView",
+    "build_items",
+    "format_duration",
+    "page_id_of",
+    "tool_view",
+]
+
+# Text longer than this is cut on the page (the whole text is one click away, and in the exports): a tool that
+# returned a 5 MB file must not make the timeline unusable.
+TEXT_LIMIT = 20_000
+PREVIEW_CHARS = 90
+_PAGE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class ForkLink:
+    """A fork made from a message of this conversation."""
+
+    id: str
+    title: str
+
+
+@dataclass(slots=True)
+class ToolView:
+    """One tool call with its result, as a collapsed group shows it.
+
+    Attributes:
+        call_id: The call's id (the group's anchor, so a result arriving later finds its call).
+        name: The tool's real name.
+        preview: The arguments on one line, cut to a preview.
+        arguments: The whole arguments, indented JSON (or the raw text the model sent when it was not JSON).
+        state: ``"ok"``, ``"error"`` or ``"pending"`` (no result yet).
+        duration: How long the tool ran, e.g. ``"12 ms"``, if known.
+        output: The result's text (cut at `TEXT_LIMIT`), None while pending.
+        cut: How many characters of the output are not shown.
+        result_id: The id of the result message.
+        page_id: The id of a page the call generated (``Pages.generate_ui``), shown in a sandboxed frame.
+    """
+
+    call_id: str
+    name: str
+    preview: str
+    arguments: str
+    state: str = "pending"
+    duration: str | None = None
+    output: str | None = None
+    cut: int = 0
+    result_id: str | None = None
+    page_id: str | None = None
+
+
+@dataclass(slots=True)
+class Item:
+    """One message of the timeline (an assistant message carries its tool groups).
+
+    Attributes:
+        message: The message itself.
+        seq: Its sequence number in the store.
+        kind: ``"user"``, ``"assistant"``, ``"system"``, ``"failure"`` or ``"tool"`` (a result shown on its own,
+            whose call is not on the page).
+        text: The text to show (cut at `TEXT_LIMIT`), if any.
+        cut: How many characters of the text are not shown.
+        tools: The tool groups of an assistant message.
+        error: The failure of a failed model call.
+        badges: ``(label, value)`` pairs: mode, run, node, agent.
+        ui_only: Kept in the log but never sent to a model (greyed).
+        attachments: One line per attachment of a user message.
+        forks: Forks made from this message.
+        standalone: For a ``"tool"`` item: the result as a `ToolView`.
+    """
+
+    message: Message
+    seq: int
+    kind: str
+    text: str | None = None
+    cut: int = 0
+    tools: list[ToolView] = field(default_factory=list)
+    error: LLMError | None = None
+    badges: list[tuple[str, str]] = field(default_factory=list)
+    ui_only: bool = False
+    attachments: list[str] = field(default_factory=list)
+    forks: list[ForkLink] = field(default_factory=list)
+    standalone: ToolView | None = None
+
+    @property
+    def id(self) -> str:
+        return self.message.id
+
+    @property
+    def created_at(self) -> datetime:
+        return self.message.created_at
+
+    @property
+    def model(self) -> str | None:
+        return self.message.model if type(self.message) is AssistantMessage else None
+
+    @property
+    def usage(self) -> Usage | None:
+        return self.message.usage if type(self.message) is AssistantMessage else None
+
+
+def _cut(text: str | None) -> tuple[str | None, int]:
+    if text is None or len(text) <= TEXT_LIMIT:
+        return text, 0
+    return text[:TEXT_LIMIT], len(text) - TEXT_LIMIT
+
+
+def format_duration(ms: float | None) -> str | None:
+    """``"850 ms"``, ``"2.4 s"``, ``"3 min 5 s"``; None when unknown."""
+    if ms is None:
+        return None
+    if ms < 1_000:
+        return f"{ms:.0f} ms"
+    if ms < 60_000:
+        return f"{ms / 1_000:.1f} s"
+    minutes, seconds = divmod(round(ms / 1_000), 60)
+    return f"{minutes} min {seconds} s"
+
+
+def _arguments(call: ToolCall) -> tuple[str, str]:
+    """The arguments as a one-line preview and as indented JSON."""
+    if call.raw_arguments is not None:
+        one_line = " ".join(call.raw_arguments.split())
+        full = call.raw_arguments
+    else:
+        one_line = json.dumps(call.arguments, ensure_ascii=False, separators=(", ", ": "))
+        full = json.dumps(call.arguments, ensure_ascii=False, indent=2)
+    if len(one_line) > PREVIEW_CHARS:
+        one_line = one_line[: PREVIEW_CHARS - 1] + "…"
+    return one_line, full
+
+
+def page_id_of(result: ToolMessage) -> str | None:
+    """The page a tool result reports having made: ``Pages.generate_ui`` answers JSON holding ``page_id``."""
+    content = result.content
+    if result.is_error or '"page_id"' not in content:
+        return None
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("success") is False:
+        return None
+    page_id = data.get("page_id")
+    return page_id if isinstance(page_id, str) and _PAGE_ID.match(page_id) else None
+
+
+def tool_view(call: ToolCall | None, result: ToolMessage | None) -> ToolView:
+    """The group of one call and its result (either may be missing: a pending call, a result shown alone)."""
+    if call is not None:
+        preview, arguments = _arguments(call)
+        view = ToolView(call_id=call.id, name=call.name, preview=preview, arguments=arguments)
+    else:
+        assert result is not None
+        view = ToolView(call_id=result.tool_call_id, name=result.tool_name, preview="", arguments="")
+    if result is not None:
+        view.state = "error" if result.is_error else "ok"
+        view.duration = format_duration(result.duration_ms)
+        view.output, view.cut = _cut(result.content)
+        view.result_id = result.id
+        view.page_id = page_id_of(result)
+    return view
+
+
+def _badges(message: Message) -> list[tuple[str, str]]:
+    meta = message.meta
+    return [
+        (label, value)
+        for label, value in (
+            ("mode", meta.mode),
+            ("run", meta.run_id),
+            ("node", meta.node_id),
+            ("agent", meta.agent_id),
+        )
+        if value
+    ]
+
+
+def _item(message: Message, seq: int) -> Item:
+    item = Item(message=message, seq=seq, kind=message.role, badges=_badges(message))
+    item.ui_only = not message.meta.include_in_context
+    if type(message) is UserMessage:
+        item.text, item.cut = _cut(message.content)
+        item.attachments = [
+            f"{a.kind}: {a.name or a.ref or a.url or a.media_type or 'attachment'}" for a in message.attachments
+        ]
+    elif type(message) is SystemMessage:
+        item.text, item.cut = _cut(message.content)
+    elif type(message) is AssistantMessage:
+        item.text, item.cut = _cut(message.content)
+        if message.error is not None:
+            item.kind = "failure"
+            item.error = message.error
+        item.tools = [tool_view(call, None) for call in message.tool_calls]
+    elif type(message) is ToolMessage:
+        item.standalone = tool_view(None, message)
+    return item
+
+
+def build_items(
+    messages: Sequence[Message], seqs: Sequence[int], forks: Mapping[str, list[ForkLink]] | None = None
+) -> list[Item]:
+    """The display items of consecutive log messages: each tool result joins the group of the call it answers
+    when that call is among them, and is shown on its own otherwise."""
+    items: list[Item] = []
+    groups: dict[str, ToolView] = {}
+    for message, seq in zip(messages, seqs, strict=True):
+        if type(message) is ToolMessage:
+            group = groups.get(message.tool_call_id)
+            if group is not None and group.result_id is None:
+                finished = tool_view(None, message)
+                group.state, group.duration, group.output = finished.state, finished.duration, finished.output
+                group.cut, group.result_id, group.page_id = finished.cut, finished.result_id, finished.page_id
+                continue
+        item = _item(message, seq)
+        if forks:
+            item.forks = list(forks.get(message.id, ()))
+        if type(message) is AssistantMessage:
+            groups = {view.call_id: view for view in item.tools}
+        elif type(message) is UserMessage:
+            groups = {}
+        items.append(item)
+    return items
+
+
+def fork_links(forks: Iterable[tuple[str, str, str]]) -> dict[str, list[ForkLink]]:
+    """Forks by the message they were made from, from ``(message id, fork id, fork title)``."""
+    out: dict[str, list[ForkLink]] = {}
+    for message_id, fork_id, title in forks:
+        out.setdefault(message_id, []).append(ForkLink(fork_id, title))
+    return out

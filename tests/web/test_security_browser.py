@@ -1,0 +1,170 @@
+"""The viewer's security as a browser meets it (DESIGN §11): hostile message text stays text, a generated page's
+script cannot reach the viewer, and requests with a foreign Host, without the token, or posted from another origin
+are refused."""
+
+from __future__ import annotations
+
+import httpx
+from playwright.sync_api import expect
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from tests.web._data import off_loop, page_conversation, simple_conversation
+from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, Served
+from threadline import AssistantMessage, LLMError, ToolCall, ToolMessage, UserMessage
+from threadline.testing import ScriptedModel
+
+TOKEN = "browser-t0ken"
+HOSTILE = '<script>alert("script")</script><img src=x onerror="alert(\'img\')">'
+
+
+@off_loop
+def hostile_conversation(store):
+    conv = store.create_conversation(title=f"Title {HOSTILE}")
+    store.append(
+        conv.id,
+        [
+            UserMessage(content=f"User says {HOSTILE}"),
+            AssistantMessage(
+                content=f"Assistant says {HOSTILE}",
+                tool_calls=[ToolCall(id="x1", name="probe", arguments={"html": HOSTILE})],
+            ),
+            ToolMessage(tool_call_id="x1", tool_name="probe", content=f"Tool says {HOSTILE}"),
+            AssistantMessage(content=f"Partial {HOSTILE}", error=LLMError(type="server", message=f"Error {HOSTILE}")),
+        ],
+    )
+    return conv
+
+
+def test_markup_in_messages_shows_as_text_and_never_runs(sqlite_store, serve, page) -> None:
+    conv = hostile_conversation(sqlite_store)
+    served = serve(sqlite_store, model=ScriptedModel([]))
+
+    page.goto(f"{served.url}/")
+    expect(page.locator(".conv-title")).to_have_text(f"Title {HOSTILE}")
+    page.goto(f"{served.url}/?q=assistant+says")
+    expect(page.locator(".snippet")).to_contain_text("<script>")
+    page.goto(f"{served.url}/c/{conv.id}")
+    expect(page.locator("h1")).to_have_text(f"Title {HOSTILE}")
+    for text in ("User says", "Assistant says", "Partial", "Error"):
+        expect(page.locator("#items")).to_contain_text(f"{text} {HOSTILE}")
+    page.locator("#call-x1 summary").click()
+    expect(page.locator("#call-x1 .tool-output")).to_contain_text(f"Tool says {HOSTILE}")
+    page.goto(f"{served.url}/c/{conv.id}/context")
+    expect(page.locator(".request")).to_contain_text(f"User says {HOSTILE}")
+
+    # Arriving live, too.
+    page.goto(f"{served.url}/c/{conv.id}")
+    expect(page.locator("#live-state")).to_have_text("live")
+    sqlite_store.append(conv.id, [UserMessage(content=f"Live {HOSTILE}")])
+    expect(page.locator("#items .msg").last).to_contain_text(f"Live {HOSTILE}")
+
+    # The exported file: the same, with no script of its own.
+    exported = httpx.get(f"{served.url}/c/{conv.id}/export.html").text
+    page.set_content(exported)
+    expect(page.locator("body")).to_contain_text(f"Tool says {HOSTILE}")
+    assert page.locator("script").count() == 0
+    assert page.locator("img").count() == 0
+
+    assert page.dialogs == []
+
+
+PROBE = """
+const out = document.getElementById('out');
+const seen = [];
+function attempt(name, fn) {
+  try { seen.push(name + ':' + fn()); } catch (e) { seen.push(name + ':blocked'); }
+}
+attempt('parent-dom', () => parent.document.title);
+attempt('parent-write', () => { parent.document.body.innerHTML = 'pwned'; return 'done'; });
+attempt('cookie', () => document.cookie);
+attempt('storage', () => localStorage.length);
+attempt('top', () => top.location.href);
+fetch('/c/CID/export.json', { credentials: 'include' })
+  .then((r) => r.text()).then((t) => seen.push('fetch:' + t.slice(0, 20)))
+  .catch(() => seen.push('fetch:blocked'))
+  .finally(() => { out.textContent = seen.join(' '); });
+"""
+
+
+def test_a_generated_page_cannot_reach_the_viewer(sqlite_store, serve, page) -> None:
+    conv = simple_conversation(sqlite_store, "Private question", "Private answer")
+    _, page_id = page_conversation(sqlite_store, PROBE.replace("CID", conv.id))
+    served = serve(sqlite_store, model=ScriptedModel([]), token=TOKEN)
+    with_page = next(s for s in sqlite_store.list_summaries() if s.info.id != conv.id).info.id
+
+    page.goto(f"{served.url}/c/{with_page}?token={TOKEN}")  # the launch URL: sets the token cookie
+    frame_element = page.locator(f'iframe[src="/p/{page_id}"]')
+    expect(frame_element).to_have_attribute("sandbox", "allow-scripts")
+    frame_element.scroll_into_view_if_needed()
+    frame = page.frame_locator(f'iframe[src="/p/{page_id}"]')
+    result = frame.locator("#out")
+    expect(result).to_contain_text("fetch:", timeout=10_000)
+    text = result.inner_text()
+    for probe in ("parent-dom", "parent-write", "cookie", "storage", "fetch"):
+        assert f"{probe}:blocked" in text, text
+    assert "Private" not in text
+    expect(page.locator("h1")).to_have_text("Make me a page")  # the viewer's page is untouched
+    assert "pwned" not in page.content()
+    assert page.evaluate("document.cookie") == ""  # the token cookie is HttpOnly
+    assert page.dialogs == []
+
+
+def test_a_foreign_host_name_is_refused_in_the_browser(sqlite_store, serve) -> None:
+    from playwright.sync_api import sync_playwright
+
+    simple_conversation(sqlite_store, "Secret plans", "Keep them.")
+    served = serve(sqlite_store, model=ScriptedModel([]))
+
+    # DNS rebinding: a name the attacker controls now resolves to this machine.
+    @off_loop
+    def visit() -> tuple[int, str]:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, "--host-resolver-rules=MAP rebind.test 127.0.0.1"]
+            )
+            try:
+                tab = chromium.new_page()
+                response = tab.goto(f"http://rebind.test:{served.port}/")
+                assert response is not None
+                return response.status, tab.inner_text("body")
+            finally:
+                chromium.close()
+
+    status, body = visit()
+    assert status == 403
+    assert "host name" in body and "Secret plans" not in body
+
+
+def test_without_the_token_the_browser_gets_nothing(sqlite_store, serve, page) -> None:
+    simple_conversation(sqlite_store, "Secret plans", "Keep them.")
+    served = serve(sqlite_store, model=ScriptedModel([]), token=TOKEN)
+    response = page.goto(f"{served.url}/")
+    assert response is not None and response.status == 401
+    expect(page.locator("body")).to_contain_text("needs its token")
+    assert "Secret plans" not in page.content()
+
+    page.goto(f"{served.url}/?token={TOKEN}")
+    expect(page).to_have_url(f"{served.url}/")  # the token left the address bar
+    expect(page.locator(".conv-title")).to_have_text("Secret plans")
+
+
+def test_a_post_from_another_origin_is_refused(sqlite_store, serve, page) -> None:
+    conv = simple_conversation(sqlite_store, "Hello?", "Hi.")
+    served = serve(sqlite_store, model=ScriptedModel(["must not run"]), token=TOKEN)
+    page.goto(f"{served.url}/?token={TOKEN}")  # the user is signed in (cookie set)
+
+    attack = f"""<!doctype html><form id=f method=post action="{served.url}/c/{conv.id}/messages">
+      <input name=text value="injected by another site"></form><script>document.getElementById('f').submit()</script>"""
+
+    async def attacker_page(request):
+        return HTMLResponse(attack)
+
+    attacker = Served(Starlette(routes=[Route("/", attacker_page)]))
+    try:
+        page.goto(attacker.url + "/")
+        expect(page.locator("body")).to_contain_text("Cross-origin request refused")
+    finally:
+        attacker.stop()
+    assert [m.content for m in sqlite_store.load(conv.id)] == ["Hello?", "Hi."]

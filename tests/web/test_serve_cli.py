@@ -1,0 +1,77 @@
+"""``threadline serve`` as a user runs it: it prints its URL (with the token), serves the store, stops on Ctrl+C, and
+refuses, in one line, to listen beyond this machine without a token or on a port that is taken."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+from tests.store._backends import run_cli
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_non_loopback_bind_without_a_token_is_refused_in_one_line(tmp_path) -> None:
+    done = run_cli("serve", "--host", "0.0.0.0", "--store", f"sqlite:///{tmp_path / 's.db'}")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: refusing to listen on 0.0.0.0 without --token")
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_prints_its_url_serves_and_stops_on_ctrl_c(tmp_path) -> None:
+    store_url = f"sqlite:///{tmp_path / 's.db'}"
+    made = run_cli("prompt", "--help")  # the CLI works at all in this environment
+    assert made.returncode == 0
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "threadline",
+        "serve",
+        "--store",
+        store_url,
+        "--port",
+        str(port),
+        "--token",
+        "tok3n",
+    ]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"}
+    ) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            assert f"http://127.0.0.1:{port}/?token=tok3n" in line, line
+            with httpx.Client(follow_redirects=True, timeout=10) as http:
+                opened = http.get(f"http://127.0.0.1:{port}/?token=tok3n")
+                assert opened.status_code == 200 and "No conversations yet" in opened.text
+                assert httpx.get(f"http://127.0.0.1:{port}/", timeout=10).status_code == 401
+        finally:
+            process.send_signal(signal.SIGINT)
+            started = time.monotonic()
+            _, errors = process.communicate(timeout=20)
+    assert time.monotonic() - started < 15
+    assert process.returncode in (0, 130, -signal.SIGINT), process.returncode
+    assert "Traceback" not in errors
+
+
+def test_a_taken_port_is_one_clear_line(tmp_path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_cli("serve", "--port", str(port), "--store", f"sqlite:///{tmp_path / 's.db'}")
+    assert done.returncode != 0
+    assert f"Error: the viewer could not listen on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
