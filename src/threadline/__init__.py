@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 from .builder import PromptBuilder, TextStream, llm
 from .context import BuiltContext, ContextBuilder, ContextReport, ContextSettings, ModePrompts, RunContext
 from .conversation import Conversation, ConversationConfig
+from .engine import TurnResult
 from .errors import (
     CapabilityError,
+    ConversationBusy,
     MessageListDeserializationError,
     ModelError,
     OutputValidationError,
@@ -27,7 +29,6 @@ from .errors import (
     ThreadlineError,
     UserError,
 )
-from .loop import TurnResult
 from .messages import (
     AssistantMessage,
     Attachment,
@@ -48,7 +49,7 @@ from .models import Model, ModelCapabilities, ModelRequest, ModelResponse, Model
 from .tools import Tool, ToolCatalog, Toolset, dynamic_tools, tool
 
 if TYPE_CHECKING:
-    from .store import ConversationInfo, Store, open_store
+    from .store import ConversationInfo, ConversationSummary, MessagePage, Store, open_store
 
 __version__ = "0.1.0"
 
@@ -61,13 +62,16 @@ __all__ = [
     "ContextReport",
     "ContextSettings",
     "Conversation",
+    "ConversationBusy",
     "ConversationConfig",
     "ConversationInfo",
+    "ConversationSummary",
     "LLMError",
     "Message",
     "MessageList",
     "MessageListDeserializationError",
     "MessageMeta",
+    "MessagePage",
     "ModePrompts",
     "Model",
     "ModelCapabilities",
@@ -106,7 +110,13 @@ __all__ = [
     "user",
 ]
 
-_LAZY = {"open_store": "store", "Store": "store", "ConversationInfo": "store"}
+_LAZY = {
+    "open_store": "store",
+    "Store": "store",
+    "ConversationInfo": "store",
+    "ConversationSummary": "store",
+    "MessagePage": "store",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "export": "transfer:export",
     "import": "transfer:import_",
     "models": "models:models",
+    "serve": "serve:serve",
 }
 
 

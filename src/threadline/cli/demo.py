@@ -17,7 +17,7 @@ import click
 from ..errors import ThreadlineError
 from ._errors import friendly_errors
 from .logs import open_cli_store, store_option
-from .prompt import TurnPrinter, prepare_model, resolve_model, run_printed_turn
+from .prompt import TurnInterrupted, TurnPrinter, interrupted, prepare_model, resolve_model, run_printed_turn
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -141,7 +141,10 @@ def demo(out: Path | None, model_name: str, store_url: str | None) -> None:
     model = resolve_model(model_name)
     console = Console(highlight=False)
     with open_cli_store(store_url) as store:
-        conversation = run_demo(model, path, console, stderr_console(), store)
+        try:
+            conversation = run_demo(model, path, console, stderr_console(), store)
+        except TurnInterrupted as stop:  # Ctrl-C: the interrupted turn is in the store; say where, in one line
+            raise interrupted(stop.conversation, "threadline logs show {id}") from None
         console.print(
             f"The conversation ({len(conversation.messages)} messages) is saved in {path} and in {store.url} "
             f"(threadline logs show {conversation.id})",

@@ -15,9 +15,11 @@ import click
 from ._errors import friendly_errors
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     from ..context import BuiltContext
     from ..messages import MessageList
-    from ..store import Store
+    from ..store import PageInfo, Store
 
 __all__ = ["logs", "open_cli_store", "store_option"]
 
@@ -50,7 +52,7 @@ def _when(value: datetime) -> str:
 
 @click.group("logs")
 def logs() -> None:
-    """Stored conversations: list them, show one."""
+    """Stored conversations: list them, show one, fork one."""
 
 
 @logs.command("list")
@@ -105,8 +107,25 @@ def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None
     console.print(table)
 
 
+DEFAULT_PAGE = 100
+
+
 @logs.command("show")
 @click.argument("conversation_id", metavar="ID")
+@click.option(
+    "--last",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help=f"Show the newest N messages (default: {DEFAULT_PAGE}; --json prints the whole log unless a page is asked).",
+)
+@click.option(
+    "--offset", type=click.IntRange(min=0), default=None, metavar="K", help="Show messages from position K (0 = first)."
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="With --offset: at most N messages."
+)
+@click.option("--all", "show_all", is_flag=True, help="Show every message, however long the log.")
 @click.option("--json", "as_json", is_flag=True, help="Print the log (and, with --context, the request) as JSON.")
 @click.option(
     "--context",
@@ -122,17 +141,44 @@ def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None
 )
 @store_option
 @friendly_errors
-def show(conversation_id: str, as_json: bool, with_context: bool, mode: str | None, store_url: str | None) -> None:
-    """Show one conversation: tool calls grouped with their results, failures with their partial output."""
+def show(
+    conversation_id: str,
+    last: int | None,
+    offset: int | None,
+    limit: int | None,
+    show_all: bool,
+    as_json: bool,
+    with_context: bool,
+    mode: str | None,
+    store_url: str | None,
+) -> None:
+    """Show one conversation: tool calls grouped with their results, failures with their partial output, and the
+    pages it made (Pages.generate_ui).
+
+    A long log is shown a page at a time: the newest 100 messages unless --last, --offset/--limit or --all say
+    otherwise; the output says how many were left out and how to see them.
+    """
+    if show_all and (last is not None or offset is not None or limit is not None):
+        raise click.UsageError("--all shows every message: leave out --last, --offset and --limit")
+    if last is not None and (offset is not None or limit is not None):
+        raise click.UsageError("use --last N, or --offset K [--limit N], not both")
+    if limit is not None and offset is None:
+        offset = 0
     with open_cli_store(store_url) as store:
         info = store.get_conversation(conversation_id)
         messages = store.load(conversation_id)
+        pages = store.list_pages(conversation_id)
         built = _next_request(conversation_id, store, mode) if (with_context or mode) else None
+    paged = last is not None or offset is not None
+    if as_json and not paged:
+        show_all = True  # JSON is for programs: the whole log unless a page was asked for
+    start, end = _page(messages, last, offset, limit, show_all)
     if as_json:
+        page = messages if (start, end) == (0, len(messages)) else messages[start:end]
         if built is None:
-            click.echo(messages.to_json())
+            click.echo(page.to_json())
         else:
-            click.echo(json.dumps(_context_json(messages, built), ensure_ascii=False, indent=2))
+            click.echo(json.dumps(_context_json(page, built), ensure_ascii=False, indent=2))
         return
     from rich.console import Console
     from rich.text import Text
@@ -146,10 +192,68 @@ def show(conversation_id: str, as_json: bool, with_context: bool, mode: str | No
         f"  {info.id} · {info.message_count} messages · updated {_when(info.updated_at)}{active}", style="dim"
     )
     console.print(header)
-    render_log(console, messages)
+    if start > 0:
+        console.print(Text(_more_text(conversation_id, start, end, len(messages), before=True), style="yellow"))
+    render_log(console, messages[start:end])
+    if end < len(messages):
+        console.print(Text(_more_text(conversation_id, start, end, len(messages), before=False), style="yellow"))
+    if pages:
+        console.print(_pages_text(pages), highlight=False)
     if built is not None:
         console.print(Text(_request_text(built)), highlight=False)
         console.print(Text(_report_text(built, len(messages))), highlight=False)
+
+
+def _pages_text(pages: list[PageInfo]) -> Text:
+    """The pages the conversation made (``Pages.generate_ui``), with the web viewer's URL of each."""
+    from rich.text import Text
+
+    from ..toolboxes.pages import page_url
+
+    text = Text(f"\nPAGES ({len(pages)})", style="bold")
+    for page in pages:
+        # Titles are the model's text: a Text object keeps rich from reading "[...]" in them as markup.
+        text.append(f"\n  {page.id}  {_when(page.created_at)}  ")
+        text.append(page.title or "(untitled)")
+        text.append(f"  {page_url(page.id)}", style="cyan")
+    return text
+
+
+def _page(
+    messages: MessageList, last: int | None, offset: int | None, limit: int | None, show_all: bool
+) -> tuple[int, int]:
+    """The ``[start, end)`` range of the log to show. A page never starts on a tool result whose call is on the
+    page before: it starts at that call, so each result is shown in the box of its call."""
+    total = len(messages)
+    if show_all:
+        return 0, total
+    if offset is not None:
+        start, end = min(offset, total), total if limit is None else min(total, offset + limit)
+    else:
+        start, end = max(0, total - (last or DEFAULT_PAGE)), total
+    return _owning_call(messages, start), end
+
+
+def _owning_call(messages: MessageList, start: int) -> int:
+    from ..messages import AssistantMessage, ToolMessage
+
+    index = start
+    while 0 < index < len(messages) and isinstance(messages[index], ToolMessage):
+        index -= 1
+    return index if index < start and isinstance(messages[index], AssistantMessage) else start
+
+
+def _more_text(conversation_id: str, start: int, end: int, total: int, *, before: bool) -> str:
+    """What a page leaves out, and the options that show it."""
+    if before:
+        return (
+            f"… {start:,} earlier message(s) not shown (messages {start}–{end - 1} of {total:,}). "
+            f"More: threadline logs show {conversation_id} --last N, --offset K --limit N, or --all"
+        )
+    return (
+        f"… {total - end:,} later message(s) not shown. "
+        f"More: threadline logs show {conversation_id} --offset {end}, or --all"
+    )
 
 
 def _next_request(conversation_id: str, store: Store, mode: str | None) -> BuiltContext:
@@ -236,3 +340,13 @@ def _context_json(messages: MessageList, built: BuiltContext) -> dict[str, Any]:
             "prefix_messages": report.prefix_messages,
         },
     }
+
+
+def _add_fork_command() -> None:
+    """``logs fork`` lives in its own module (which uses this one's store option); it joins the group here."""
+    from .fork import fork
+
+    logs.add_command(fork)
+
+
+_add_fork_command()

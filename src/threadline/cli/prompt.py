@@ -1,5 +1,6 @@
 """``threadline prompt TEXT`` (one turn, the answer streamed to stdout) and ``threadline chat`` (a conversation
-typed line by line), plus the pieces other commands reuse: loading ``-T module:name`` tools, resolving ``-m`` with
+typed line by line), plus the pieces other commands reuse: loading ``-T`` tools (``module:name``, ``pages``,
+``mcp:COMMAND``, ``mcp+http://URL``), resolving ``-m`` with
 a clear error, a progress line while a local model loads, and `TurnPrinter` / `run_printed_turn`, which run one
 turn and show it as it happens (answer text streamed; each tool call printed with its result in one box).
 """
@@ -27,14 +28,17 @@ if TYPE_CHECKING:
 
     from ..builder import PromptBuilder
     from ..conversation import Conversation
-    from ..loop import TurnResult
+    from ..engine import TurnResult
     from ..models.base import Model
     from ..store import Store
 
 __all__ = [
+    "EXIT_INTERRUPTED",
+    "TurnInterrupted",
     "TurnPrinter",
     "chat",
     "check_tool_choice",
+    "interrupted",
     "load_tool",
     "load_tools",
     "open_conversation",
@@ -44,22 +48,39 @@ __all__ = [
     "run_printed_turn",
 ]
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program stopped by Ctrl-C
+
 
 # -- tools and models from the command line --------------------------------------------------------------------
-def load_tool(spec: str) -> Any:
-    """Import the tool a ``-T MODULE:NAME`` option names.
+def load_tool(spec: str, store: Store | None = None) -> Any:
+    """The tool a ``-T`` option names.
 
-    ``MODULE`` is a module importable from the current directory (``mytools``, ``pkg.tools``) or a ``.py`` file;
-    ``NAME`` is a function, a `Tool`, a `Toolset`, or an object whose public methods become tools.
+    - ``MODULE:NAME``: ``MODULE`` is a module importable from the current directory (``mytools``, ``pkg.tools``) or
+      a ``.py`` file; ``NAME`` is a function, a `Tool`, a `Toolset`, or an object whose public methods become tools.
+    - ``pages``: the `threadline.toolboxes.Pages` toolset, saving pages in ``store``.
+    - ``mcp:COMMAND LINE``: the tools of a stdio MCP server (``mcp:uvx mcp-server-time``), started now so a
+      server that cannot start is reported at once.
+    - ``mcp+http://…`` (or ``mcp+https://…``): the tools of a streamable-HTTP MCP server.
 
     Raises:
         CommandError: with one line saying what is wrong with the spec.
     """
     from ..tools import Tool, Toolset
 
+    if spec == "pages":
+        if store is None:
+            raise CommandError("-T pages saves pages in the store; it cannot be used with --no-log", EXIT_USAGE)
+        from ..toolboxes import Pages
+
+        return Pages(store)
+    if spec.startswith(("mcp:", "mcp+http://", "mcp+https://")):
+        return _load_mcp(spec)
     module_name, sep, attribute = spec.rpartition(":")
     if not sep or not module_name or not attribute:
-        raise CommandError(f"bad tool {spec!r}: expected MODULE:NAME, e.g. mytools:get_weather", EXIT_USAGE)
+        raise CommandError(
+            f"bad tool {spec!r}: expected MODULE:NAME (e.g. mytools:get_weather), pages, mcp:COMMAND or mcp+http://URL",
+            EXIT_USAGE,
+        )
     module = _import_tool_module(module_name, spec)
     target: Any = module
     for part in attribute.split("."):
@@ -82,9 +103,34 @@ def load_tool(spec: str) -> Any:
     return Toolset.from_object(target)
 
 
-def load_tools(specs: Iterable[str]) -> list[Any]:
-    """`load_tool` for each ``-T`` option."""
-    return [load_tool(spec) for spec in specs]
+def _load_mcp(spec: str) -> Any:
+    """``-T mcp:COMMAND`` or ``-T mcp+http://…``: an MCP server's toolset, connected now."""
+    import shlex
+
+    from ..mcp_toolset import MCPConnectionError
+    from ..tools import Toolset
+
+    if spec.startswith("mcp:"):
+        try:
+            command = shlex.split(spec[len("mcp:") :])
+        except ValueError as exc:
+            raise CommandError(f"bad tool {spec!r}: {exc}", EXIT_USAGE) from None
+        if not command:
+            raise CommandError(
+                f"bad tool {spec!r}: give the server's command, e.g. mcp:uvx mcp-server-time", EXIT_USAGE
+            )
+        target: dict[str, Any] = {"command": command}
+    else:
+        target = {"url": spec[len("mcp+") :]}
+    try:
+        return Toolset.from_mcp(**target).connect()
+    except (MCPConnectionError, UserError) as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+
+def load_tools(specs: Iterable[str], store: Store | None = None) -> list[Any]:
+    """`load_tool` for each ``-T`` option (``store`` is where ``-T pages`` saves pages)."""
+    return [load_tool(spec, store) for spec in specs]
 
 
 def _import_tool_module(module_name: str, spec: str) -> Any:
@@ -247,11 +293,26 @@ class TurnPrinter:
         self._results = {}
 
 
+class TurnInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a turn of ``conversation``; what the turn produced, the partial answer included, is in its log.
+
+    A `KeyboardInterrupt`, so code that does not look for it still stops as for any Ctrl-C.
+    """
+
+    def __init__(self, conversation: Conversation) -> None:
+        super().__init__()
+        self.conversation = conversation
+
+
 def run_printed_turn(conversation: Conversation, printer: TurnPrinter) -> TurnResult:
     """Run the conversation's armed turn, showing it through ``printer``; return how the turn ended.
 
+    Ctrl-C cancels the turn (see `threadline._sync`): the model call in progress is logged as a failure of type
+    ``interrupted`` with the text it had streamed, then `TurnInterrupted` is raised.
+
     Raises:
         ModelError: when a model call fails (the failure is in the log first).
+        TurnInterrupted: after Ctrl-C, once the turn has recorded where it stopped.
     """
     from .._sync import run_sync
 
@@ -261,11 +322,29 @@ def run_printed_turn(conversation: Conversation, printer: TurnPrinter) -> TurnRe
 
     try:
         run_sync(drive())
+    except KeyboardInterrupt:
+        raise TurnInterrupted(conversation) from None
     finally:
         printer.finish()
     result = conversation.last_turn
     assert result is not None  # run() always sets it
     return result
+
+
+def interrupted(conversation: Conversation | None, continue_with: str) -> CommandError:
+    """The one line a command ends with after Ctrl-C (exit code 130), saying where the conversation is kept.
+
+    Args:
+        conversation: The interrupted conversation (None: nothing was kept yet).
+        continue_with: The command that continues it, with ``{id}`` for its id.
+    """
+    if conversation is None or conversation.store is None or not len(conversation.messages):
+        return CommandError("interrupted", EXIT_INTERRUPTED)
+    hint = continue_with.format(id=conversation.id)
+    return CommandError(
+        f"interrupted; conversation {conversation.id} keeps everything up to here (continue with: {hint})",
+        EXIT_INTERRUPTED,
+    )
 
 
 def stdout_writer() -> Callable[[str], None]:
@@ -310,8 +389,9 @@ _tool_option = click.option(
     "--tool",
     "tool_specs",
     multiple=True,
-    metavar="MODULE:NAME",
-    help="Offer a tool: a function, Tool, Toolset or object (its methods become tools). Repeatable.",
+    metavar="TOOL",
+    help="Offer tools: MODULE:NAME (a function, Tool, Toolset or object whose methods become tools), pages "
+    "(Pages.generate_ui), mcp:COMMAND (a stdio MCP server) or mcp+http://URL. Repeatable.",
 )
 _max_tokens_option = click.option(
     "--max-tokens", type=click.IntRange(min=1), default=None, help="Token limit per model call."
@@ -329,6 +409,15 @@ _mode_option = click.option(
     "--mode", type=click.Choice(["chat", "agent", "run"]), default=None, help="Switch the conversation's mode."
 )
 _no_log_option = click.option("--no-log", is_flag=True, help="Do not keep this conversation in the store.")
+_wait_option = click.option(
+    "--wait",
+    "wait",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait while another turn (another process or host) runs on the conversation.",
+)
 
 
 def open_conversation(
@@ -364,6 +453,20 @@ def open_conversation(
     return conversation, conversation.continuation.model(model)
 
 
+def wait_for_turn(conversation: Conversation, console: Console, seconds: float) -> None:
+    """Reserve the conversation for this command's turn; while another turn (another process, another host) holds
+    it, say so on ``console`` and wait, up to ``seconds``.
+
+    Raises:
+        ConversationBusy: when the other turn did not end in time (shown as one line by the CLI).
+    """
+
+    def waiting() -> None:
+        console.print(f"waiting for another turn on conversation {conversation.id} to finish…", highlight=False)
+
+    conversation.acquire(max_wait=seconds, on_wait=waiting)
+
+
 def configure(
     builder: PromptBuilder, system: str | None, tools: list[Any], tool_choice: str | None, mode: str | None
 ) -> PromptBuilder:
@@ -393,6 +496,7 @@ def configure(
 @_max_tokens_option
 @_temperature_option
 @_no_log_option
+@_wait_option
 @store_option
 @friendly_errors
 def prompt(
@@ -407,6 +511,7 @@ def prompt(
     max_tokens: int | None,
     temperature: float | None,
     no_log: bool,
+    wait: float,
     store_url: str | None,
 ) -> None:
     """Send TEXT (or stdin) to a model and stream the answer to stdout; tool calls are shown on stderr.
@@ -419,24 +524,33 @@ def prompt(
         text = sys.stdin.read()
     if not text.strip():
         raise click.UsageError("the prompt is empty")
-    tools = load_tools(tool_specs)
-    check_tool_choice(tool_choice, tools)
-    model = resolve_model(model_name)
     store = None if no_log else open_cli_store(store_url)
     try:
+        tools = load_tools(tool_specs, store)
+        check_tool_choice(tool_choice, tools)
+        model = resolve_model(model_name)
         conversation, builder = open_conversation(store, continue_latest, cid, model)
         builder = configure(builder, system, tools, tool_choice, mode)
-        builder.request(text).prompt_conversation(**_settings(max_tokens, temperature))
         events = stderr_console()
-        prepare_model(model, events)
+        prepare_model(model, events)  # before the reservation: another turn must not wait for our weights
+        wait_for_turn(conversation, events, wait)
+        builder.request(text).prompt_conversation(**_settings(max_tokens, temperature))
         try:
             run_printed_turn(conversation, TurnPrinter(stdout_writer(), events))
-        finally:
-            if store is not None:
-                events.print(f"[dim]conversation {conversation.id} (continue with: threadline prompt -c …)[/]")
+        except TurnInterrupted:
+            raise interrupted(conversation, "threadline prompt --cid {id} …") from None
+        except BaseException:
+            _where(conversation, events)
+            raise
+        _where(conversation, events)
     finally:
         if store is not None:
             store.close()
+
+
+def _where(conversation: Conversation, events: Console) -> None:
+    if conversation.store is not None:
+        events.print(f"[dim]conversation {conversation.id} (continue with: threadline prompt -c …)[/]")
 
 
 @click.command("chat")
@@ -449,6 +563,7 @@ def prompt(
 @_max_tokens_option
 @_temperature_option
 @_no_log_option
+@_wait_option
 @store_option
 @friendly_errors
 def chat(
@@ -461,16 +576,18 @@ def chat(
     max_tokens: int | None,
     temperature: float | None,
     no_log: bool,
+    wait: float,
     store_url: str | None,
 ) -> None:
     """Talk with a model, one line at a time (an empty line, 'exit' or Ctrl-D ends the chat).
 
     The conversation is kept in the store; -c or --cid continues an earlier one.
     """
-    tools = load_tools(tool_specs)
-    model = resolve_model(model_name)
     store = None if no_log else open_cli_store(store_url)
+    conversation: Conversation | None = None
     try:
+        tools = load_tools(tool_specs, store)
+        model = resolve_model(model_name)
         conversation, builder = open_conversation(store, continue_latest, cid, model)
         events = stderr_console()
         prepare_model(model, events)
@@ -483,6 +600,7 @@ def chat(
                 break
             if not line.strip() or line.strip() in ("exit", "quit"):
                 break
+            wait_for_turn(conversation, events, wait)
             builder.request(line).prompt_conversation(**_settings(max_tokens, temperature))
             label = "assistant › " if interactive else ""
             run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, label=label))
@@ -491,6 +609,8 @@ def chat(
             events.print(
                 f"[dim]conversation {conversation.id} (continue with: threadline chat --cid {conversation.id})[/]"
             )
+    except KeyboardInterrupt:  # during a turn (TurnInterrupted) or at the "you ›" prompt
+        raise interrupted(conversation, "threadline chat --cid {id}") from None
     finally:
         if store is not None:
             store.close()
