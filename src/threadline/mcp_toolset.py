@@ -206,7 +206,11 @@ class MCPToolset(Toolset):
     # -- lifetime ------------------------------------------------------------------------------------------------
     @property
     def connected(self) -> bool:
-        """Whether the server is connected now (for stdio: its process is running)."""
+        """Whether the server is connected now (for stdio: its process is running).
+
+        A server that dies is noticed within moments, by itself; a call that races with the death is answered
+        with an error result saying the server stopped during the call, and the next call restarts it.
+        """
         return self._connection.connected
 
     def close(self) -> None:

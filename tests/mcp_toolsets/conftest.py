@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,16 @@ def is_running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Whether ``condition()`` became true within ``seconds`` (checked at least once)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def wait_gone(pid: int, seconds: float = 10.0) -> bool:

@@ -17,7 +17,7 @@ from threadline import AssistantMessage, ToolCall, ToolMessage, Toolset, UserErr
 from threadline.mcp_toolset import MCPConnectionError, MCPToolset
 from threadline.testing import ScriptedModel
 
-from .conftest import DEMO_SERVER, HttpServer, Servers, toolset_processes, wait_gone
+from .conftest import DEMO_SERVER, HttpServer, Servers, toolset_processes, wait_for, wait_gone
 
 
 def calls(*items: tuple[str, dict[str, Any]]) -> AssistantMessage:
@@ -75,6 +75,9 @@ def test_a_server_killed_between_turns_is_restarted_by_the_next_call(servers: Se
     (first,) = run_calls(demo, [("Demo.pid", {})])
     os.kill(int(first.content), signal.SIGKILL)
     assert wait_gone(int(first.content))
+    # Between turns the toolset notices the death by itself (a call racing with it is a "stopped during the call"
+    # error result, tested above); the next call then starts a new server.
+    assert wait_for(lambda: not demo.connected)
     (second,) = run_calls(demo, [("Demo.pid", {})])
     assert not second.is_error and second.content != first.content
 
