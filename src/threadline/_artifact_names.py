@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["artifact_name", "is_artifact_name"]
+__all__ = ["ARTIFACT_SCHEME", "READ_ARTIFACT", "artifact_name", "artifact_uri", "is_artifact_name"]
+
+ARTIFACT_SCHEME = "artifact://"
+READ_ARTIFACT = "read_artifact"  # the name of the tool that reads artifacts (`toolboxes.artifacts`)
 
 _SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}")
 _DERIVED = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,39}~[0-9a-f]{16}")
@@ -50,3 +53,8 @@ def is_artifact_name(name: str) -> bool:
     if _is_safe(name):
         return True
     return _DERIVED.fullmatch(name) is not None and ".." not in name
+
+
+def artifact_uri(conversation_id: str, name: str) -> str:
+    """``artifact://<conversation>/<name>``: where the full output saved under ``name`` is read."""
+    return f"{ARTIFACT_SCHEME}{conversation_id}/{name}"

@@ -20,16 +20,23 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._artifact_names import artifact_name
-from .messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage, content_for_model
+from ._artifact_names import READ_ARTIFACT, artifact_name
+from .messages import (
+    INTERRUPTED_TOOL,
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    content_for_model,
+)
 
 if TYPE_CHECKING:
     from .context import ContextReport, ContextSettings
 
-__all__ = ["INTERRUPTED", "DroppedMessage", "select_window", "text_of"]
+__all__ = ["DroppedMessage", "select_window", "text_of"]
 
-INTERRUPTED = "interrupted: this tool call did not finish (the previous run stopped before its result was recorded)"
-READ_ARTIFACT = "read_artifact"
 _encode = msgspec.json.encode
 CACHE_LIMIT = 4096
 _SETTINGS_KEY = object()
@@ -255,7 +262,7 @@ class _Shaper:
         )
 
     def interrupted(self, call: ToolCall) -> ToolMessage:
-        message = ToolMessage(tool_call_id=call.id, tool_name=call.name, content=INTERRUPTED, is_error=True)
+        message = ToolMessage(tool_call_id=call.id, tool_name=call.name, content=INTERRUPTED_TOOL, is_error=True)
         self.report.synthetic.append(message.id)
         return message
 

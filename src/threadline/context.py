@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from .models.base import Model
 
 __all__ = [
-    "ARTIFACT_SCHEME",
     "BuiltContext",
     "ContextBuilder",
     "ContextReport",
@@ -42,8 +41,6 @@ __all__ = [
     "RunContext",
     "estimate_tokens",
 ]
-
-ARTIFACT_SCHEME = "artifact://"
 
 
 def estimate_tokens(text: str) -> int:
@@ -317,8 +314,3 @@ class ContextBuilder:
 
 def _summary_note(summary: str) -> SystemMessage:
     return SystemMessage(content=f"SUMMARY OF EARLIER MESSAGES\n{summary}")
-
-
-def artifact_uri(conversation_id: str, name: str) -> str:
-    """``artifact://<conversation>/<name>``."""
-    return f"{ARTIFACT_SCHEME}{conversation_id}/{name}"

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ._artifact_names import artifact_uri
 from ._ids import new_id
 from ._log_index import LogIndex
 from ._summary import summary_of_span
 from ._turn_gate import GateState, Lease, TurnGate, wait_for_lease, wait_for_lease_async
-from .context import BuiltContext, ContextBuilder, ContextSettings, artifact_uri
+from .context import BuiltContext, ContextBuilder, ContextSettings
 from .engine import TurnOptions, TurnResult, pending_calls_before, repair_pending, run_turn
 from .errors import ConversationBusy, StoreError, UserError
 from .messages import AssistantMessage, Message, MessageList, MessageMeta, ToolMessage, UserMessage

@@ -28,6 +28,7 @@ from ._ids import new_id
 from .errors import ModelError
 from .messages import (
     DEFAULT_META,
+    INTERRUPTED_TOOL,
     AssistantMessage,
     LLMError,
     Message,
@@ -56,7 +57,6 @@ __all__ = [
     "run_turn",
 ]
 
-INTERRUPTED_TOOL = "interrupted: the previous run stopped before this tool call finished; it may not have run"
 INTERRUPTED_CALL = "the model call was interrupted (Ctrl-C or cancellation) before it finished"
 
 

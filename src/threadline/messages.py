@@ -29,6 +29,7 @@ from ._text import MAX_NESTING, replace_surrogates, replace_surrogates_in
 from .errors import ProtocolError
 
 __all__ = [
+    "INTERRUPTED_TOOL",
     "AssistantMessage",
     "Attachment",
     "LLMError",
@@ -48,6 +49,10 @@ __all__ = [
 ]
 
 Mode: TypeAlias = Literal["chat", "agent", "run"]
+
+# The content of the error result that answers a tool call left unanswered by a crash or an interruption: in the log
+# when a conversation is continued (the engine's repair), and in a request built from a log not yet repaired.
+INTERRUPTED_TOOL = "interrupted: the previous run stopped before this tool call finished; it may not have run"
 _json_encode = msgspec.json.encode
 
 

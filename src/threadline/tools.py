@@ -20,7 +20,7 @@ import re
 import time
 import typing
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, overload
 
 import msgspec
@@ -918,6 +918,3 @@ class ToolCatalog:
     def real(self, wire: str) -> str:
         """The real name for a wire name; an unknown wire name is returned unchanged."""
         return self._to_real.get(wire, wire)
-
-
-AsyncHandler: TypeAlias = Callable[..., Awaitable[Any]]

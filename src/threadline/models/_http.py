@@ -45,7 +45,8 @@ from typing import Protocol
 
 if "httpx" not in sys.modules:
     # httpx's __init__ imports its own command-line client when click, rich and pygments are installed (they are,
-    # with threadline's CLI extra), which costs more than the rest of httpx together. Marking that one submodule
+    # with threadline's CLI extra), which costs more than the rest of httpx together (about 150 ms of every process
+    # that reaches a provider: `bench_http.py`'s import row, `threadline prompt`'s start). Marking that one submodule
     # as absent while httpx loads makes httpx skip it (it falls back to a stub ``httpx.main``); the mark is removed
     # at once, so a later ``import httpx._main`` still works.
     sys.modules["httpx._main"] = None  # type: ignore[assignment]

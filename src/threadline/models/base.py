@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from ..errors import CapabilityError
-from ..messages import AssistantMessage, Message, ToolCall, Usage, UserMessage
+from ..messages import Message, ToolCall, Usage, UserMessage
 
 __all__ = [
     "Model",
@@ -184,14 +184,4 @@ def check_capabilities(name: str, caps: ModelCapabilities, request: ModelRequest
 def _has_images(messages: Iterable[Message]) -> bool:
     return any(
         type(message) is UserMessage and any(a.kind == "image" for a in message.attachments) for message in messages
-    )
-
-
-def response_to_message(response: ModelResponse, model_name: str | None) -> AssistantMessage:
-    """The log entry for a finished model call."""
-    return AssistantMessage(
-        content=response.content,
-        tool_calls=response.tool_calls,
-        model=response.model or model_name,
-        usage=response.usage,
     )

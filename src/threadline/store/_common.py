@@ -26,7 +26,6 @@ from .base import ConversationInfo, PageInfo
 __all__ = [
     "CONVERSATION_COLUMNS",
     "PAGE_COLUMNS",
-    "artifact_uri",
     "check_artifact",
     "check_artifact_name",
     "check_metadata",
@@ -147,11 +146,6 @@ def check_artifact(conversation_id: str, name: str, content: str) -> str:
     if not isinstance(content, str):
         raise ValueError("artifact content must be a string")
     return replace_surrogates(content)
-
-
-def artifact_uri(conversation_id: str, name: str) -> str:
-    """What `save_artifact` returns: ``artifact://<conversation>/<name>``."""
-    return f"artifact://{conversation_id}/{name}"
 
 
 def check_slice(offset: int, limit: int | None) -> None:

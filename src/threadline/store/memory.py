@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .._artifact_names import artifact_uri
 from .._ids import new_id
 from ..errors import StoreError
 from ..messages import Message, MessageList
 from ..serialization import decode_message, decode_messages, encode_message
 from ._common import (
-    artifact_uri,
     check_artifact,
     check_metadata,
     check_slice,

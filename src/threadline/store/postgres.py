@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .._artifact_names import artifact_uri
 from .._ids import new_id
 from ..errors import StoreError, UserError
 from ..messages import Message, MessageList
@@ -47,7 +48,6 @@ from ..serialization import decode_message, decode_messages, encode_message
 from ._common import (
     CONVERSATION_COLUMNS,
     PAGE_COLUMNS,
-    artifact_uri,
     check_artifact,
     check_page,
     check_slice,

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .._artifact_names import artifact_uri
 from .._ids import new_id
 from ..errors import StoreError
 from ..messages import Message, MessageList
@@ -34,7 +35,6 @@ from ..serialization import decode_message, decode_messages, encode_message
 from ._common import (
     CONVERSATION_COLUMNS,
     PAGE_COLUMNS,
-    artifact_uri,
     check_artifact,
     check_metadata,
     check_slice,

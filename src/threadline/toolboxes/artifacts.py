@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._artifact_names import is_artifact_name
-from ..context import ARTIFACT_SCHEME
+from .._artifact_names import ARTIFACT_SCHEME, READ_ARTIFACT, is_artifact_name
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -18,7 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_READ", "READ_ARTIFACT", "artifact_reader", "parse_artifact_uri"]
 
-READ_ARTIFACT = "read_artifact"
 MAX_READ = 20_000
 
 
