@@ -75,18 +75,19 @@ def select_window(
     conversation_id: str | None,
     artifacts: Callable[[str, str], str] | None,
     report: ContextReport,
+    explicit: list[DroppedMessage],
     cache: dict[Any, Any] | None = None,
 ) -> tuple[list[Message], int, int]:
     """The log messages to send, in order; ``head``, the number of system messages opening the log (always sent);
     and the index of the cut: messages ``[head, cut)`` are left out by the budget.
 
-    Fills ``report`` (kept ids, explicit drops with reasons, synthetic results, artifacts, costs, over_budget).
+    Fills ``report`` (kept ids, synthetic results, artifacts, costs, over_budget) and ``explicit`` (the drops not
+    implied by the cut, with their reasons).
     ``count`` None means the default estimate of four characters per token.
     """
     include_ui = settings.include_ui_events
     max_messages, max_chars = settings.max_messages, settings.max_chars
     max_tokens = settings.max_tokens
-    explicit = report._explicit
     if cache is not None:
         # The cache holds shaped units: valid only for the settings and counter they were made with.
         key = (settings.tool_preview_chars, settings.include_tool_results, include_ui, count, conversation_id)

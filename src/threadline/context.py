@@ -262,7 +262,7 @@ class ContextBuilder:
             cache: A dict kept by the caller between builds of one conversation; shaped tool units are reused from
                 it (`Conversation` keeps one).
         """
-        items: Sequence[Message] = log._items if isinstance(log, MessageList) else log
+        items: Sequence[Message] = log if isinstance(log, list | tuple) else tuple(log)
         settings = self.settings
         count = token_counter or settings.token_counter or estimate_tokens
         all_instructions = list(instructions)
@@ -283,8 +283,9 @@ class ContextBuilder:
             head.extend(run_context.messages())
 
         report = ContextReport(_log=items)
+        counter = None if count is estimate_tokens else count
         window, opening, cut = select_window(
-            items, settings, None if count is estimate_tokens else count, conversation_id, artifacts, report, cache
+            items, settings, counter, conversation_id, artifacts, report, report._explicit, cache
         )
         report._head = opening
         report._cut = cut

@@ -590,7 +590,10 @@ class MessageList:
         self._items: list[Message] = items
 
     @classmethod
-    def _from_trusted(cls, items: list[Message]) -> MessageList:
+    def unchecked(cls, items: list[Message]) -> MessageList:
+        """A list of the messages ``items`` as they are, without the checks of `append`: for messages that were
+        checked when they were written, such as a store reading back its own rows (a long log then loads without
+        a second pass). ``items`` is taken, not copied. `validate` still checks the whole protocol."""
         new = cls.__new__(cls)
         new._items = items
         return new
@@ -609,7 +612,7 @@ class MessageList:
 
     def copy(self) -> MessageList:
         """A new list holding the same messages."""
-        return MessageList._from_trusted(list(self._items))
+        return MessageList.unchecked(list(self._items))
 
     def __iter__(self) -> Iterator[Message]:
         return iter(self._items)
@@ -626,7 +629,7 @@ class MessageList:
     def __getitem__(self, index: slice) -> MessageList: ...
     def __getitem__(self, index: SupportsIndex | slice) -> Message | MessageList:
         if isinstance(index, slice):
-            return MessageList._from_trusted(self._items[index])
+            return MessageList.unchecked(self._items[index])
         return self._items[index]
 
     def __eq__(self, other: object) -> bool:
@@ -688,7 +691,7 @@ class MessageList:
         """
         from .serialization import load_data
 
-        return cls._from_trusted(load_data(data))
+        return cls.unchecked(load_data(data))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> MessageList:
@@ -699,7 +702,7 @@ class MessageList:
         """
         from .serialization import load_json
 
-        return cls._from_trusted(load_json(text))
+        return cls.unchecked(load_json(text))
 
 
 def _check_message(message: object, index: int) -> None:

@@ -64,3 +64,23 @@ Toolset.from_mcp(command=[sys.executable, "-m", "mcp_server_time"])
     modules = loaded_after(code)
     assert "threadline.mcp_toolset" in modules
     assert sorted(m for m in modules if m.split(".")[0] in ("mcp", "mcp_types", "jsonschema", "anyio")) == []
+
+
+# Each extra's entry module imports its own libraries and no other extra's (a `threadline` CLI command that never
+# touches PostgreSQL, the web or llama.cpp does not pay for them).
+EXTRA_ENTRY_POINTS = {
+    "threadline.cli": {"click"},  # cli
+    "threadline.web": {"starlette", "jinja2"},  # web
+    "threadline.models.local": set(),  # local: llama.cpp loads with the model, not with the module
+    "threadline.store.postgres": set(),  # postgres: psycopg loads when a store connects
+    "threadline.mcp_toolset": set(),  # mcp: the SDK loads when a toolset connects
+    "threadline.toolboxes": set(),
+    "threadline.models.openai": {"httpx", "httpx_sse"},
+    "threadline.models.anthropic": {"httpx", "httpx_sse"},
+}
+
+
+def test_each_extras_entry_module_loads_only_its_own_libraries() -> None:
+    for module, allowed in EXTRA_ENTRY_POINTS.items():
+        loaded = {name.split(".")[0] for name in heavy_in(loaded_after(f"import {module}"))}
+        assert loaded == allowed, module

@@ -180,7 +180,7 @@ class MemoryStore(Store):
     def load(self, conversation_id: str) -> MessageList:
         with self._lock:
             rows = list(self._get(conversation_id).rows)
-        return MessageList._from_trusted(decode_messages(rows))
+        return MessageList.unchecked(decode_messages(rows))
 
     def read_tail(self, conversation_id: str, limit: int, *, before: int | None = None) -> MessagePage:
         if limit < 1:

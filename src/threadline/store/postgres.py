@@ -457,7 +457,7 @@ class PostgresStore(Store):
                 f"SELECT data FROM {p}messages WHERE conversation_id = %s ORDER BY seq", (conversation_id,), binary=True
             )
             rows = [bytes(row[0]) for row in cursor.fetchall()]
-        return MessageList._from_trusted(decode_messages(rows))
+        return MessageList.unchecked(decode_messages(rows))
 
     # -- reading by sequence number, search, forks (the viewer) ----------------------------------------------
     def _check_conversation(self, cursor: psycopg.Cursor[Any], conversation_id: str) -> None:

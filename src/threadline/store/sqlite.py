@@ -394,7 +394,7 @@ class SQLiteStore(Store):
             except BaseException:
                 self._end_failed(conn)
                 raise
-        return MessageList._from_trusted(decode_messages([row[0] for row in rows]))
+        return MessageList.unchecked(decode_messages([row[0] for row in rows]))
 
     # -- reading by sequence number, search, forks (the viewer) ----------------------------------------------
     @contextmanager

@@ -1,0 +1,102 @@
+"""The layout rules a newcomer relies on (STYLE.md): `__all__` says what is public, and no module reaches into another
+module's private names or its objects' private members."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import threadline
+
+SOURCE = Path(threadline.__file__).parent
+
+# Private members of other projects' objects that we use on purpose, each for a reason given here; our own modules
+# never appear in this list.
+THIRD_PARTY_PRIVATES = {
+    # llama-cpp-python has no public way to reach the loaded model's handle, nor to extend its JSON-schema grammar
+    # converter (the local model's structured output builds on both).
+    ("models/_local_runtime.py", "_model"),
+    ("models/_local_generate.py", "_model"),
+    ("models/_local_grammar.py", "_rules"),
+    ("models/_local_grammar.py", "_format_literal"),
+    ("models/_local_grammar.py", "_add_rule"),
+}
+
+
+def modules() -> list[tuple[str, ast.Module]]:
+    return [
+        (path.relative_to(SOURCE).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted(SOURCE.rglob("*.py"))
+    ]
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def imported_module_exists(relative: str, node: ast.ImportFrom, name: str) -> bool:
+    """Whether ``from <node.module> import <name>`` names a module (a private module of the package is fine: the
+    rule is about names inside another module)."""
+    package = (SOURCE / relative).parent
+    for _ in range(node.level - 1):
+        package = package.parent
+    if node.level == 0:
+        package = SOURCE.parent
+    target = package.joinpath(*(node.module or "").split(".")) if node.module else package
+    return (target / f"{name}.py").exists() or (target / name / "__init__.py").exists()
+
+
+def test_no_module_imports_a_private_name_of_another_module() -> None:
+    found = [
+        f"{relative}:{node.lineno} imports {alias.name} from {node.module or '.'}"
+        for relative, tree in modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if is_private(alias.name) and not imported_module_exists(relative, node, alias.name)
+    ]
+    assert found == []
+
+
+def test_no_module_uses_private_members_of_another_modules_objects() -> None:
+    found = []
+    for relative, tree in modules():
+        # Private names this module defines itself (functions, module globals, attributes it assigns).
+        own: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                own.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                own.add(node.attr)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                own.add(node.target.id)
+            elif isinstance(node, ast.Assign):
+                own.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not is_private(node.attr) or node.attr in own:
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            if (relative, node.attr) not in THIRD_PARTY_PRIVATES:
+                found.append(f"{relative}:{node.lineno} {ast.unparse(node)}")
+    assert found == []
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    # In a fresh interpreter, so names that other tests loaded lazily do not count twice.
+    code = (
+        "import threadline, types\n"
+        "names = [n for n, v in vars(threadline).items()\n"
+        "         if not n.startswith('_') and not isinstance(v, types.ModuleType)]\n"
+        "print(' '.join(sorted(names)))"
+    )
+    printed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    eager = (set(printed) - {"annotations", "TYPE_CHECKING", "Any"}) | {"__version__"}
+    lazy = set(getattr(threadline, "_LAZY", {}))
+    assert sorted(set(threadline.__all__)) == sorted(eager | lazy)
+    assert len(threadline.__all__) == len(set(threadline.__all__))
+    for name in threadline.__all__:  # every listed name resolves (lazy ones on first use)
+        assert not isinstance(getattr(threadline, name), types.ModuleType), name
