@@ -46,7 +46,8 @@ from .messages import (
     user,
 )
 from .models import Model, ModelCapabilities, ModelRequest, ModelResponse, ModelSettings, TextDelta, ToolSpec, get_model
-from .tools import Tool, ToolCatalog, Toolset, dynamic_tools, tool
+from .models.tool_catalog import ToolCatalog
+from .tools import Tool, Toolset, dynamic_tools, tool
 
 if TYPE_CHECKING:
     from .store import ConversationInfo, ConversationSummary, MessagePage, Store, open_store

@@ -19,8 +19,8 @@ import msgspec
 from .._ids import new_id
 from ..errors import ModelError, UserError
 from ..messages import Attachment, Message, UserMessage
-from ..tools import ToolCatalog
 from .base import ModelRequest
+from .tool_catalog import ToolCatalog
 
 __all__ = [
     "FINAL_TOOL",

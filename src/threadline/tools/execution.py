@@ -1,0 +1,214 @@
+"""Execution: one tool call run to a `ToolMessage`, whatever happens (invalid arguments, unknown tools,
+exceptions, timeouts, values JSON cannot hold); sync tools on daemon worker threads of our own."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..messages import ToolCall, ToolMessage
+from .tool import Tool, ToolArgumentsError
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from .._workers import Outcome
+
+__all__ = ["CANCEL_GRACE", "describe_exception", "encode_result", "execute_tool_call"]
+
+
+def encode_result(value: Any) -> str:
+    """A tool's return value as sent to the model: a ``str`` as is, anything else as JSON.
+
+    The JSON is always valid: ``nan`` and infinities, which JSON cannot express, become the strings ``"NaN"``,
+    ``"Infinity"`` and ``"-Infinity"`` (a model reads those; a strict JSON parser refuses bare ``NaN``).
+    """
+    if isinstance(value, str):
+        return value
+    import pydantic_core
+
+    data = pydantic_core.to_json(value, fallback=repr)
+    if b"NaN" in data or b"Infinity" in data:
+        # Only then (the words may also be inside strings): pydantic writes the bare constants, even under
+        # inf_nan_mode="strings" for a model configured otherwise, so read its output back and spell them out.
+        data = pydantic_core.to_json(_finite(pydantic_core.from_json(data, allow_inf_nan=True)))
+    return data.decode("utf-8")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"<Type>: <message>"`` for an exception, even one whose ``__str__`` fails (then the type alone, said so)."""
+    kind = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:
+        return f"{kind} (its message could not be read)"
+    return f"{kind}: {text}" if text else kind
+
+
+# How long a cancelled async tool may take to stop before the turn stops waiting for it.
+CANCEL_GRACE = 2.0
+# Async tools that ignored their cancellation: kept referenced until they end, so asyncio does not destroy them
+# while they are pending (and complain about it).
+_abandoned: set[asyncio.Task[None]] = set()
+
+
+class _Unfinished(Exception):
+    """A tool did not finish within its timeout; ``stopped`` says whether it is known to have stopped."""
+
+    def __init__(self, stopped: bool) -> None:
+        super().__init__()
+        self.stopped = stopped
+
+
+async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_timeout: float | None) -> ToolMessage:
+    """Run one tool call and return its result message; every failure becomes an ``is_error`` result.
+
+    Invalid arguments, unknown tools, any exception the tool raises (``SystemExit`` and other `BaseException`s
+    included) and timeouts are results the model reads. Two things stop the turn instead: cancellation (of the
+    turn, e.g. Ctrl-C) and ``KeyboardInterrupt``; the call is then left unanswered and answered ``interrupted``
+    when the conversation next runs.
+
+    A sync tool runs on a daemon worker thread: past its timeout the turn goes on without it, and the result says
+    it may still be running (a thread cannot be stopped). An async tool past its timeout is cancelled and given
+    `CANCEL_GRACE` seconds to stop; one that ignores the cancellation is left running.
+    """
+    started = time.perf_counter()
+    tool_ = tools.get(call.name)
+    is_error = True
+    if tool_ is None:
+        available = ", ".join(sorted(tools)) or "none"
+        content = f"Unknown tool {call.name!r}. Available tools: {available}."
+    elif call.raw_arguments is not None:
+        content = (
+            f"Invalid arguments for tool {call.name!r}: not valid JSON ({_preview(call.raw_arguments)}). "
+            "Call it again with a JSON object."
+        )
+    else:
+        try:
+            kwargs = tool_.validate(call.arguments)
+        except ToolArgumentsError as exc:
+            content = f"Invalid arguments for tool {call.name!r}: {exc}"
+        else:
+            timeout = tool_.timeout if tool_.timeout is not None else default_timeout
+            try:
+                if tool_.is_async:
+                    outcome = await _run_async(tool_.handler, kwargs, timeout)
+                else:
+                    outcome = await _run_sync(tool_.handler, kwargs, timeout)
+            except _Unfinished as unfinished:
+                if unfinished.stopped:
+                    content = f"Tool {call.name!r} timed out after {timeout:g} s and was stopped."
+                else:
+                    content = f"Tool {call.name!r} did not finish in {timeout:g} s; it may still be running."
+            else:
+                if not outcome.ok:
+                    if isinstance(outcome.value, KeyboardInterrupt):
+                        raise outcome.value
+                    content = f"Tool {call.name!r} failed: {describe_exception(outcome.value)}"
+                else:
+                    try:
+                        content = encode_result(outcome.value)
+                        is_error = False
+                    except Exception as exc:
+                        content = (
+                            f"Tool {call.name!r} returned a value that cannot be encoded: {describe_exception(exc)}"
+                        )
+    return ToolMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=content,
+        is_error=is_error,
+        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+
+
+async def _run_sync(handler: Callable[..., Any], kwargs: Mapping[str, Any], limit: float | None) -> Outcome:
+    """The `Outcome` of a sync handler run on a worker thread; raises `_Unfinished` when the timeout passes."""
+    import asyncio  # imported on first use: see threadline._sync
+
+    from .._workers import start
+
+    future = start(handler, **kwargs)
+    # Awaiting the future itself under asyncio.timeout costs no extra task: the deadline cancels the future (the
+    # thread's late outcome is then dropped), and expired() tells our deadline apart from anything else.
+    deadline = asyncio.timeout(limit)
+    try:
+        async with deadline:
+            return await future
+    except TimeoutError:
+        if deadline.expired():
+            raise _Unfinished(stopped=False) from None
+        raise
+
+
+async def _run_async(handler: Callable[..., Any], kwargs: Mapping[str, Any], limit: float | None) -> Outcome:
+    """The `Outcome` of an async handler run as its own task, so a handler that ignores cancellation can be left
+    behind; raises `_Unfinished` when the timeout passes."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    # The task hands its outcome over through ``done``, a plain future: awaiting the task itself would pass our
+    # cancellation on to it and then wait for as long as it ignores that; and setting ``done`` from inside the
+    # task wakes us one loop iteration sooner than a done-callback would (a tool round's cost is counted in those).
+    done: asyncio.Future[Outcome] = loop.create_future()
+    task = loop.create_task(_outcome(handler, kwargs, done))
+    deadline = asyncio.timeout(limit)
+    try:
+        async with deadline:
+            return await done
+    except TimeoutError:
+        if deadline.expired():
+            raise _Unfinished(stopped=await _stop(task, min(CANCEL_GRACE, limit or CANCEL_GRACE))) from None
+        raise
+    except asyncio.CancelledError:  # the turn is cancelled: stop the tool too (within the grace), then go
+        await _stop(task, CANCEL_GRACE)
+        raise
+
+
+async def _outcome(handler: Callable[..., Any], kwargs: Mapping[str, Any], done: asyncio.Future[Outcome]) -> None:
+    """Await the handler and put its `Outcome` in ``done``. Its exceptions are outcomes too (a task that raised
+    ``SystemExit`` would take the event loop down with it), except the cancellation of this task."""
+    import asyncio
+
+    from .._workers import Outcome
+
+    try:
+        outcome = Outcome(True, await handler(**kwargs))
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        outcome = Outcome(False, exc)  # raised by the tool itself (something it awaited was cancelled)
+    except BaseException as exc:  # every outcome goes back to execute_tool_call, which decides what it means
+        outcome = Outcome(False, exc)
+    if not done.done():  # nobody waits any more after a timeout or a cancelled turn
+        done.set_result(outcome)
+
+
+async def _stop(task: asyncio.Task[None], grace: float) -> bool:
+    """Cancel the tool's task and wait up to ``grace`` seconds for it to end; True if it did."""
+    import asyncio
+
+    task.cancel()
+    await asyncio.wait((task,), timeout=grace)
+    if task.done():
+        return True
+    _abandoned.add(task)
+    task.add_done_callback(_abandoned.discard)
+    return False
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")

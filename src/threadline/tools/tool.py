@@ -1,0 +1,192 @@
+"""`Tool`: a callable the model may invoke, with its name, description and argument schema; `tool` and `as_tool`
+make one from a function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, overload
+
+from ..errors import UserError
+from ..models.base import ToolSpec
+from .schema import is_async_callable, signature_of
+
+__all__ = ["Tool", "ToolArgumentsError", "as_tool", "tool"]
+
+
+class ToolArgumentsError(Exception):
+    """The model's arguments did not validate; the message is meant for the model."""
+
+
+class Tool:
+    """A callable the model may invoke.
+
+    Attributes:
+        name: The real name (may contain dots, e.g. ``Notes.add_note``); the wire name is derived per request.
+        description: What the tool does, for the model.
+        parameters: JSON schema of the arguments.
+        handler: The function called with the validated arguments as keyword arguments.
+        timeout: Seconds before a running call is cut off and reported to the model (None: the conversation's).
+    """
+
+    __slots__ = (
+        "_check",
+        "_fields",
+        "_validator",
+        "description",
+        "handler",
+        "is_async",
+        "name",
+        "parameters",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        handler: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not callable(handler):
+            raise UserError(f"a tool needs a callable, got {type(handler).__name__}")
+        fn_name = getattr(handler, "__name__", None) or type(handler).__name__
+        self.name: str = name or fn_name
+        if not isinstance(self.name, str) or not self.name:
+            raise UserError("a tool needs a non-empty name")
+        signature = signature_of(handler, self.name)
+        self.description: str = description if description is not None else signature.summary
+        self.handler = handler
+        self.timeout = timeout
+        self.is_async = signature.is_async
+        self._check: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+        self._validator = signature.validator
+        self._fields = signature.fields
+        self.parameters: dict[str, Any] = dict(parameters) if parameters is not None else signature.parameters
+
+    @classmethod
+    def from_schema(
+        cls,
+        handler: Callable[..., Any],
+        *,
+        name: str,
+        parameters: Mapping[str, Any],
+        description: str = "",
+        validator: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
+        timeout: float | None = None,
+    ) -> Tool:
+        """A tool described by a JSON schema instead of its handler's signature (e.g. a tool of an MCP server).
+
+        Args:
+            handler: Called with the arguments as keyword arguments (sync or async).
+            name: The real name.
+            parameters: The JSON schema of the arguments, offered to the model as it is.
+            description: What the tool does, for the model.
+            validator: ``validator(arguments) -> kwargs``, raising `ToolArgumentsError` with a message for the model
+                when the arguments do not fit the schema. None passes them on unchecked, so the handler (or the
+                server behind it) judges them.
+            timeout: Seconds before a running call is cut off (None: the conversation's).
+
+        Raises:
+            UserError: for a handler that is not callable, an empty name or a schema that is not an object.
+        """
+        if not callable(handler):
+            raise UserError(f"a tool needs a callable, got {type(handler).__name__}")
+        if not isinstance(name, str) or not name:
+            raise UserError("a tool needs a non-empty name")
+        if not isinstance(parameters, Mapping):
+            raise UserError(f"tool {name!r}: its parameters must be a JSON schema object")
+        made = cls.__new__(cls)
+        made.name = name
+        made.description = description
+        made.handler = handler
+        made.timeout = timeout
+        made.is_async = is_async_callable(handler)
+        made.parameters = dict(parameters)
+        # No pydantic model here: the schema is the contract, and the validator (if any) enforces it.
+        made._validator = None
+        made._fields = ()
+        made._check = validator if validator is not None else dict
+        return made
+
+    def spec(self) -> ToolSpec:
+        """The tool as offered to a model."""
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate the model's arguments; return the keyword arguments for the handler.
+
+        Raises:
+            ToolArgumentsError: with a message naming each offending field.
+        """
+        if self._check is not None:
+            return self._check(arguments)
+        import pydantic
+
+        try:
+            instance = self._validator.model_validate(arguments)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+                for error in exc.errors(include_url=False)
+            )
+            raise ToolArgumentsError(problems) from None
+        return {name: getattr(instance, name) for name in self._fields}
+
+    async def invoke(self, kwargs: Mapping[str, Any]) -> Any:
+        """Call the handler: async handlers are awaited, sync ones run on a daemon worker thread.
+
+        No timeout applies here; `execute_tool_call` is what the turn engine uses.
+        """
+        if self.is_async:
+            return await self.handler(**kwargs)
+        from .._workers import start
+
+        outcome = await start(self.handler, **kwargs)
+        if outcome.ok:
+            return outcome.value
+        raise outcome.value
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.handler(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a function a `Tool`, optionally overriding its name, description and timeout.
+
+    Usable bare (``@tool``) or with arguments (``@tool(name="weather")``). The result is still callable.
+    """
+    if fn is not None:
+        return Tool(fn, name=name, description=description, timeout=timeout)
+
+    def decorate(function: Callable[..., Any]) -> Tool:
+        return Tool(function, name=name, description=description, timeout=timeout)
+
+    return decorate
+
+
+def as_tool(item: Callable[..., Any] | Tool) -> Tool:
+    """A `Tool` for a function (its signature is read once per function, so repeated ``.tools(fn)`` calls are
+    cheap, and nothing cached keeps the function or the object of a bound method alive)."""
+    if isinstance(item, Tool):
+        return item
+    if not callable(item):
+        raise UserError(f"not a tool: {item!r} (pass functions, Tools, Toolsets or a dynamic tools callable)")
+    return Tool(item)

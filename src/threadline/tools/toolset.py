@@ -1,0 +1,184 @@
+"""`Toolset`: a named group of tools with instructions for the system prompt; made from a list, from the public
+methods of an object (`Toolset.from_object`) or from an MCP server (`Toolset.from_mcp`)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .tool import Tool, as_tool
+
+if TYPE_CHECKING:
+    from ..conversation import Conversation
+    from ..mcp_toolset import MCPToolset
+
+__all__ = ["Toolset"]
+
+
+class Toolset:
+    """A named group of tools, optionally with instructions for the system prompt while its tools are offered.
+
+    Args:
+        tools: Functions or `Tool`s.
+        name: The group's name.
+        instructions: Text the context builder adds to the system prompt while these tools are offered.
+    """
+
+    __slots__ = ("_tools", "instructions", "name")
+
+    def __init__(
+        self,
+        tools: Iterable[Callable[..., Any] | Tool],
+        name: str | None = None,
+        instructions: str | None = None,
+    ) -> None:
+        self._tools: list[Tool] = [as_tool(item) for item in tools]
+        self.name = name
+        self.instructions = instructions
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __getitem__(self, name: str) -> Tool:
+        for item in self._tools:
+            if item.name == name:
+                return item
+        raise KeyError(name)
+
+    def names(self) -> list[str]:
+        """The real names of the tools, in order."""
+        return [item.name for item in self._tools]
+
+    def bind(self, conversation: Conversation) -> Toolset:
+        """The toolset as offered to one conversation (called each time its tools are resolved for a request).
+
+        The default is the toolset itself. A toolset whose tools act on behalf of the conversation they serve
+        (`threadline.toolboxes.Pages` keeps pages per conversation) returns a copy bound to it.
+        """
+        return self
+
+    def __repr__(self) -> str:
+        return f"Toolset({self.name!r}, {self.names()!r})"
+
+    @classmethod
+    def from_object(
+        cls,
+        obj: Any,
+        name: str | None = None,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
+        getters: bool = False,
+        instructions: str | None = None,
+    ) -> Toolset:
+        """Every public method of ``obj`` as a tool named ``"<Name>.<method>"``.
+
+        Name is ``name``, else the object's ``name`` attribute (when a string), else its class name. Never exposed:
+        names starting with ``_``, anything in ``exclude``, methods inherited from ``object``. With
+        ``getters=True`` public properties become read-only tools ``"<Name>.get_<prop>"``.
+
+        Args:
+            obj: The object (the seeds call it a charm).
+            name: The prefix of the tool names.
+            include: Only these member names, if given.
+            exclude: Member names never to expose.
+            getters: Also expose public properties as getter tools.
+            instructions: Text for the system prompt while these tools are offered.
+        """
+        prefix = name or _object_name(obj)
+        excluded = set(exclude or ())
+        included = set(include) if include is not None else None
+        tools: list[Tool] = []
+        for member in sorted(dir(type(obj)) if not isinstance(obj, type) else dir(obj)):
+            if member.startswith("_") or member in excluded or (included is not None and member not in included):
+                continue
+            if hasattr(object, member):
+                continue
+            try:
+                static = inspect.getattr_static(obj, member)
+            except AttributeError:
+                continue
+            if isinstance(static, property):
+                if getters:
+                    tools.append(_getter_tool(obj, member, prefix, static))
+                continue
+            if not isinstance(static, (staticmethod, classmethod)) and not inspect.isfunction(static):
+                continue
+            bound = getattr(obj, member)
+            doc = inspect.getdoc(bound)
+            tools.append(
+                Tool(
+                    bound,
+                    name=f"{prefix}.{member}",
+                    description=None if doc else f"{member} handler from {prefix}",
+                )
+            )
+        return cls(tools, name=prefix, instructions=instructions)
+
+    @classmethod
+    def from_mcp(
+        cls,
+        command: Sequence[str] | str | None = None,
+        *,
+        url: str | None = None,
+        name: str | None = None,
+        env: Mapping[str, str] | None = None,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
+        timeout: float = 60.0,
+        start_timeout: float | None = None,
+    ) -> MCPToolset:
+        """The tools of an MCP server, each named ``"<Name>.<tool>"`` (needs the ``mcp`` extra).
+
+        Give either ``command`` (a stdio server, started as a child process) or ``url`` (a streamable-HTTP
+        server). Nothing is started here: the server is connected on first use (listing the tools or calling one),
+        the connection is reused across turns, and it is closed by ``close()`` (or ``with``/``async with``), when
+        the toolset is garbage-collected, or at exit. See `threadline.mcp_toolset.MCPToolset`.
+
+        Args:
+            command: The server's command line, e.g. ``["uvx", "mcp-server-time"]`` (a string is split as a shell
+                would).
+            url: The endpoint of a streamable-HTTP server, e.g. ``"http://127.0.0.1:8000/mcp"``.
+            name: The prefix of the tool names (default: the name the server gives itself).
+            env: Environment variables for a stdio server, on top of the few it inherits (``HOME``, ``PATH``…):
+                nothing else of this process's environment (API keys) reaches it unless named here.
+            include: Only these tools of the server, if given (the server's own names, without the prefix).
+            exclude: Tools of the server never to offer.
+            timeout: Seconds each call may take before it is cancelled and reported to the model (the tools' own
+                timeout: a conversation's ``tool_timeout`` does not cut them shorter).
+            start_timeout: Seconds to wait for the server to start and list its tools (default: ``timeout``, but
+                at least 60).
+
+        Raises:
+            UserError: for bad arguments, or when the ``mcp`` extra is not installed.
+        """
+        from ..mcp_toolset import MCPToolset
+
+        return MCPToolset(
+            command=command,
+            url=url,
+            name=name,
+            env=env,
+            include=include,
+            exclude=exclude,
+            timeout=timeout,
+            start_timeout=start_timeout,
+        )
+
+
+def _object_name(obj: Any) -> str:
+    own = getattr(obj, "name", None)
+    if isinstance(own, str) and own:
+        return own
+    return obj.__name__ if isinstance(obj, type) else type(obj).__name__
+
+
+def _getter_tool(obj: Any, member: str, prefix: str, prop: property) -> Tool:
+    def getter() -> Any:
+        return getattr(obj, member)
+
+    doc = inspect.getdoc(prop)
+    return Tool(getter, name=f"{prefix}.get_{member}", description=doc or f"Read {member} of {prefix}")
