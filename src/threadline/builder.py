@@ -20,11 +20,13 @@ import msgspec
 
 from ._ids import new_id
 from ._sync import in_event_loop, iterate_sync, run_sync
-from .conversation import MODES, Conversation, split_settings
+from .conversation import Conversation
+from .conversation_config import check_settings
 from .engine import TurnOptions, TurnResult, run_turn
 from .errors import OutputValidationError, UserError
 from .messages import (
     DEFAULT_META,
+    MODES,
     AssistantMessage,
     Attachment,
     Message,
@@ -201,7 +203,7 @@ class PromptBuilder:
         Raises:
             ConversationBusy: if the conversation is held by another turn and this call could not wait for it.
         """
-        split_settings(settings)  # fail before anything changes
+        check_settings(settings)  # fail before anything changes
         conversation = self._target()
         with conversation.hold(reserve=True):
             self._apply(conversation, settings)
@@ -238,7 +240,7 @@ class PromptBuilder:
         A turn already running on the conversation is waited for first; no other turn gets in between this one's
         messages and its answer (see `Conversation.hold`).
         """
-        split_settings(settings)
+        check_settings(settings)
         conversation = self._target()
         async with conversation.hold():
             self._apply(conversation, settings)
@@ -292,7 +294,7 @@ class PromptBuilder:
             if "$defs" in schema["properties"]["result"]:
                 schema["$defs"] = schema["properties"]["result"].pop("$defs")
         name = re.sub(r"[^A-Za-z0-9_-]", "_", getattr(output_type, "__name__", "output"))[:64] or "output"
-        split_settings(settings)
+        check_settings(settings)
         conversation = self._target()
         # The messages, the attempts and the feedback between them are one piece of work: no other turn gets in.
         async with conversation.hold():
@@ -379,7 +381,7 @@ class TextStream:
         import asyncio  # already loaded here (a coroutine is running); not imported with the package
 
         builder = self._builder
-        split_settings(self._settings)
+        check_settings(self._settings)
         conversation = builder._target()
         self.conversation = conversation
         async with conversation.hold():

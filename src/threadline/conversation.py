@@ -25,9 +25,10 @@ from ._log_index import LogIndex
 from ._summary import summary_of_span
 from ._turn_gate import GateState, Lease, TurnGate, wait_for_lease, wait_for_lease_async
 from .context import BuiltContext, ContextBuilder, ContextSettings
+from .conversation_config import CONFIG_FIELDS, ConversationConfig, check_settings, own_config, own_value
 from .engine import TurnOptions, TurnResult, pending_calls_before, repair_pending, run_turn
 from .errors import ConversationBusy, StoreError, UserError
-from .messages import AssistantMessage, Message, MessageList, MessageMeta, ToolMessage, UserMessage
+from .messages import MODES, AssistantMessage, Message, MessageList, MessageMeta, ToolMessage, UserMessage
 from .models.base import Model, ModelSettings
 from .tools import ResolvedTools, Tool, Toolset, resolve_tools
 
@@ -35,82 +36,9 @@ if TYPE_CHECKING:
     from .builder import PromptBuilder
     from .store.base import Store
 
-__all__ = ["Conversation", "ConversationConfig", "TurnHold", "split_settings"]
-
-SETTING_KEYS = ("stream", "max_tokens", "temperature", "timeout", "max_retries")
-TURN_KEYS = ("tool_timeout",)
-EXTRA_PREFIXES = ("openai_", "anthropic_", "local_")
-MODES = ("chat", "agent", "run")
-
-
-class ConversationConfig(msgspec.Struct):
-    """How a conversation's turns run. Every field can be changed with `Conversation.apply_config_deltas`.
-
-    Attributes:
-        model: A model name (``local``, ``openai:gpt-4o``…) or a `Model`; None means the provider's default model,
-            else ``THREADLINE_MODEL``, else ``local``.
-        provider: A provider name whose default model is used when ``model`` is None.
-        tools: Functions, `Tool`s, `Toolset`s and dynamic providers offered on every request.
-        tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool name; applies to the first request of a turn.
-        max_tool_rounds: Tool rounds before a tool-less request forces an answer.
-        mode: ``"chat"``, ``"agent"`` or ``"run"``; changes only the system prefix.
-        persona: Added to the system prefix in agent and run modes.
-        stream: Stream answers.
-        max_tokens: Upper bound on tokens per model call.
-        temperature: Sampling temperature.
-        timeout: Seconds to wait for the model.
-        max_retries: Retries of retryable provider failures.
-        extras: Provider-prefixed extras (``openai_…``, ``anthropic_…``, ``local_…``).
-        tool_timeout: Seconds a tool may run before it is cut off and reported to the model.
-        context: The context builder (or just its settings).
-        busy_timeout: Seconds a turn (or `Conversation.add`) waits while another turn holds the conversation — in
-            this process, or in another one sharing the store — before it raises `ConversationBusy`; None waits as
-            long as it takes.
-    """
-
-    model: str | Model | None = None
-    provider: str | None = None
-    tools: list[Any] = msgspec.field(default_factory=list)
-    tool_choice: str | None = None
-    max_tool_rounds: int = 10
-    mode: str | None = None
-    persona: str | None = None
-    stream: bool = True
-    max_tokens: int | None = None
-    temperature: float | None = None
-    timeout: float | None = None
-    max_retries: int | None = None
-    extras: dict[str, Any] = msgspec.field(default_factory=dict)
-    tool_timeout: float | None = 60.0
-    context: ContextBuilder | ContextSettings | None = None
-    busy_timeout: float | None = 300.0
-
-
-_CONFIG_FIELDS = frozenset(ConversationConfig.__struct_fields__)
 _default_context = ContextBuilder()
 
-
-def split_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Check the keyword settings of ``prompt*`` calls; provider-prefixed ones are gathered under ``extras``.
-
-    Raises:
-        UserError: for an unknown setting.
-    """
-    out: dict[str, Any] = {}
-    extras: dict[str, Any] = {}
-    for key, value in settings.items():
-        if key in SETTING_KEYS or key in TURN_KEYS:
-            out[key] = value
-        elif key.startswith(EXTRA_PREFIXES):
-            extras[key] = value
-        else:
-            known = ", ".join((*SETTING_KEYS, *TURN_KEYS))
-            raise UserError(
-                f"unknown setting {key!r}: use one of {known}, or a provider-prefixed extra like openai_seed"
-            )
-    if extras:
-        out["extras"] = extras
-    return out
+__all__ = ["Conversation", "ConversationConfig", "TurnHold", "check_settings"]
 
 
 class Conversation:
@@ -138,7 +66,7 @@ class Conversation:
         store: Store | None = None,
         id: str | None = None,
     ) -> None:
-        self.config = _adopt(config) if config is not None else ConversationConfig()
+        self.config = own_config(config) if config is not None else ConversationConfig()
         self.id: str = id or new_id()
         self.store = store
         self.last_turn: TurnResult | None = None
@@ -242,13 +170,13 @@ class Conversation:
         Raises:
             ValueError: for an unknown key (nothing is changed then).
         """
-        unknown = [key for key in deltas if key not in _CONFIG_FIELDS]
+        unknown = [key for key in deltas if key not in CONFIG_FIELDS]
         if unknown:
             raise ValueError(f"Unknown config key: {', '.join(map(repr, unknown))}")
         if "mode" in deltas and deltas["mode"] is not None and deltas["mode"] not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {deltas['mode']!r}")
         for key, value in deltas.items():
-            setattr(self.config, key, _own(value))
+            setattr(self.config, key, own_value(value))
         if "mode" in deltas and self.store is not None and deltas["mode"] is not None:
             self._ensure_stored()
             self.store.update_metadata(self.id, active_mode=deltas["mode"])
@@ -572,12 +500,12 @@ class Conversation:
         Raises:
             UserError: for an unknown setting.
         """
-        self._armed = split_settings(settings)
+        self._armed = check_settings(settings)
 
     def message_meta(self) -> MessageMeta | None:
         """The meta new messages are tagged with: the conversation's mode (None when no mode is set)."""
         mode = self.config.mode
-        return MessageMeta(mode=mode) if mode in MODES else None  # type: ignore[arg-type]
+        return MessageMeta(mode=mode) if mode in MODES else None
 
     def turn_options(self, **overrides: Any) -> TurnOptions:
         """The options of the next turn: the config, the armed settings (used up by this call), then
@@ -786,20 +714,6 @@ class _TurnStart(TurnHold):
         conversation = await super().__aenter__()
         conversation.last_turn = self._result
         return conversation
-
-
-def _adopt(config: ConversationConfig) -> ConversationConfig:
-    """A conversation's own copy of a config: deltas on one conversation must never reach another."""
-    return msgspec.structs.replace(config, tools=list(config.tools), extras=dict(config.extras))
-
-
-def _own(value: Any) -> Any:
-    """A config value the conversation owns: lists and dicts are copied (the caller may change theirs later)."""
-    if type(value) is list:
-        return list(value)
-    if type(value) is dict:
-        return dict(value)
-    return value
 
 
 _gate_lock = threading.Lock()

@@ -32,6 +32,7 @@ import msgspec
 from .._ids import new_id
 from ..errors import MessageListDeserializationError, ProtocolError
 from ..messages import (
+    MODES,
     AssistantMessage,
     Attachment,
     LLMError,
@@ -59,7 +60,6 @@ __all__ = [
     "write_atomic",
 ]
 
-MODES = ("chat", "agent", "run")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$")
 _ERROR_BLOCK = re.compile(r"\n?\[LLM_ERROR type=(?P<type>\S*) message=(?P<message>.*)\]\Z", re.S)
 # UI fields of the old format and where threadline keeps them (``meta.ui``).

@@ -37,7 +37,7 @@ from starlette.staticfiles import StaticFiles
 
 from .. import __version__
 from ..errors import StoreError
-from ..messages import AssistantMessage, Message, ToolMessage, content_for_model
+from ..messages import MODES, AssistantMessage, Message, ToolMessage, content_for_model
 from ..models import DEFAULT_MODELS, Model, default_model_name
 from ..store import MessagePage, Store, open_store
 from .live import TurnEvents, event_stream
@@ -51,7 +51,6 @@ __all__ = ["create_app"]
 PAGE_SIZE = 40
 LIST_SIZE = 50
 MAX_TEXT = 100_000
-MODES = ("chat", "agent", "run")
 
 
 class _Viewer:

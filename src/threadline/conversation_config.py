@@ -1,0 +1,110 @@
+"""`ConversationConfig`: how a conversation's turns run; and the check of the keyword settings of ``prompt*``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from .context import ContextBuilder, ContextSettings
+from .errors import UserError
+from .models.base import Model
+
+__all__ = [
+    "CONFIG_FIELDS",
+    "EXTRA_PREFIXES",
+    "SETTING_KEYS",
+    "TURN_KEYS",
+    "ConversationConfig",
+    "check_settings",
+    "own_config",
+    "own_value",
+]
+
+SETTING_KEYS = ("stream", "max_tokens", "temperature", "timeout", "max_retries")
+TURN_KEYS = ("tool_timeout",)
+EXTRA_PREFIXES = ("openai_", "anthropic_", "local_")
+
+
+class ConversationConfig(msgspec.Struct):
+    """How a conversation's turns run. Every field can be changed with `Conversation.apply_config_deltas`.
+
+    Attributes:
+        model: A model name (``local``, ``openai:gpt-4o``…) or a `Model`; None means the provider's default model,
+            else ``THREADLINE_MODEL``, else ``local``.
+        provider: A provider name whose default model is used when ``model`` is None.
+        tools: Functions, `Tool`s, `Toolset`s and dynamic providers offered on every request.
+        tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool name; applies to the first request of a turn.
+        max_tool_rounds: Tool rounds before a tool-less request forces an answer.
+        mode: ``"chat"``, ``"agent"`` or ``"run"``; changes only the system prefix.
+        persona: Added to the system prefix in agent and run modes.
+        stream: Stream answers.
+        max_tokens: Upper bound on tokens per model call.
+        temperature: Sampling temperature.
+        timeout: Seconds to wait for the model.
+        max_retries: Retries of retryable provider failures.
+        extras: Provider-prefixed extras (``openai_…``, ``anthropic_…``, ``local_…``).
+        tool_timeout: Seconds a tool may run before it is cut off and reported to the model.
+        context: The context builder (or just its settings).
+        busy_timeout: Seconds a turn (or `Conversation.add`) waits while another turn holds the conversation — in
+            this process, or in another one sharing the store — before it raises `ConversationBusy`; None waits as
+            long as it takes.
+    """
+
+    model: str | Model | None = None
+    provider: str | None = None
+    tools: list[Any] = msgspec.field(default_factory=list)
+    tool_choice: str | None = None
+    max_tool_rounds: int = 10
+    mode: str | None = None
+    persona: str | None = None
+    stream: bool = True
+    max_tokens: int | None = None
+    temperature: float | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
+    extras: dict[str, Any] = msgspec.field(default_factory=dict)
+    tool_timeout: float | None = 60.0
+    context: ContextBuilder | ContextSettings | None = None
+    busy_timeout: float | None = 300.0
+
+
+CONFIG_FIELDS = frozenset(ConversationConfig.__struct_fields__)
+
+
+def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Check the keyword settings of ``prompt*`` calls; provider-prefixed ones are gathered under ``extras``.
+
+    Raises:
+        UserError: for an unknown setting.
+    """
+    out: dict[str, Any] = {}
+    extras: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key in SETTING_KEYS or key in TURN_KEYS:
+            out[key] = value
+        elif key.startswith(EXTRA_PREFIXES):
+            extras[key] = value
+        else:
+            known = ", ".join((*SETTING_KEYS, *TURN_KEYS))
+            raise UserError(
+                f"unknown setting {key!r}: use one of {known}, or a provider-prefixed extra like openai_seed"
+            )
+    if extras:
+        out["extras"] = extras
+    return out
+
+
+def own_config(config: ConversationConfig) -> ConversationConfig:
+    """A conversation's own copy of a config: deltas on one conversation must never reach another."""
+    return msgspec.structs.replace(config, tools=list(config.tools), extras=dict(config.extras))
+
+
+def own_value(value: Any) -> Any:
+    """A config value the conversation owns: lists and dicts are copied (the caller may change theirs later)."""
+    if type(value) is list:
+        return list(value)
+    if type(value) is dict:
+        return dict(value)
+    return value
