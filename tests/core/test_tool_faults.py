@@ -290,3 +290,30 @@ def test_a_conversation_with_a_nan_result_serializes_and_reloads() -> None:
     restored = Conversation(messages=MessageList.from_json(conversation.messages.to_json()))
     restored.messages.validate()
     assert restored.messages[2].content == '"NaN"'
+
+
+class Listing(pydantic.BaseModel):
+    files: list[str]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"files": ["report-\udcff.txt"]},
+        {"report-\udcff.txt": 1},
+        ["a", "report-\udcff.txt"],
+        Listing(files=["report-\udcff.txt"]),
+    ],
+    ids=["value", "key", "list", "pydantic"],
+)
+def test_a_lone_surrogate_inside_a_structured_result_follows_the_text_rule(value: Any) -> None:
+    # Found by the fault campaign (tests/faults): a str result was cleaned, but {"files": os.listdir(path)} with a
+    # name that is not UTF-8 became the error result "returned a value that cannot be encoded".
+    def list_files() -> Any:
+        return value
+
+    result, model, _ = run_bad_call(call("list_files"), list_files)
+    assert not result.is_error, result.content
+    decoded = json.loads(result.content)
+    assert "report-\ufffd.txt" in json.dumps(decoded, ensure_ascii=False)
+    assert model.requests[1].messages[-1].content == result.content

@@ -151,6 +151,38 @@ def test_export_keeps_other_entries_of_an_existing_index(tmp_path: Path, store: 
     assert ids == ["conv-old", "conv-empty", info.id]
 
 
+def test_conversations_dated_before_the_year_1000_import_list_and_sort(store: Store, tmp_path: Path) -> None:
+    # Found by the fault campaign (tests/faults): SQLite wrote such a date as "355-09-01T…" (strftime pads no year),
+    # which it could not read back: the import succeeded, then every listing of the store failed.
+    index = [
+        {"id": "ancient", "title": "Old", "createdAt": "0355-09-01T09:01:34.000278Z", "updatedAt": -51000000000000},
+        {"id": "recent", "title": "New", "createdAt": "2024-03-01T09:00:00Z", "updatedAt": "2024-03-01T09:00:00Z"},
+    ]
+    root = tmp_path / "conversations"
+    root.mkdir()
+    (root / "index.json").write_text(json.dumps(index))
+    store.import_conversations(read_layout(tmp_path))
+    ancient = store.get_conversation("ancient")
+    assert ancient.created_at == datetime(355, 9, 1, 9, 1, 34, 278, tzinfo=UTC)
+    assert ancient.updated_at.year == 353
+    assert [info.id for info in store.list_conversations()] == ["recent", "ancient"]  # newest first
+
+
+def test_an_unpadded_year_written_by_an_earlier_version_is_read(tmp_path: Path) -> None:
+    import sqlite3
+
+    from threadline import open_store
+
+    url = f"sqlite://{tmp_path / 'old.db'}"
+    with open_store(url) as store:
+        store.create_conversation("old", id="old")
+    with sqlite3.connect(tmp_path / "old.db") as connection:
+        connection.execute("UPDATE conversations SET created_at = '355-09-01T09:01:34.000278Z' WHERE id = 'old'")
+    connection.close()
+    with open_store(url) as store:
+        assert store.get_conversation("old").created_at == datetime(355, 9, 1, 9, 1, 34, 278, tzinfo=UTC)
+
+
 def test_a_single_log_file_imports_as_a_new_conversation(store: Store, tmp_path: Path) -> None:
     path = tmp_path / "log.json"
     path.write_text(json.dumps({"version": "2.0", "messages": [{"role": "user", "content": "Hello there"}]}))

@@ -63,7 +63,6 @@ PAGE_COLUMNS = ("id", "conversation_id", "title", "html", "css", "js", "created_
 
 # Limits of `Pages.generate_ui` (DESIGN §3); the store refuses anything larger so a page row stays bounded.
 PAGE_LIMITS = {"html": 50_000, "css": 20_000, "js": 30_000}
-_TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def now() -> datetime:
@@ -75,12 +74,17 @@ def format_ts(value: datetime) -> str:
     """A fixed-width UTC timestamp, so text comparison orders like time (SQLite keeps timestamps as text)."""
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime(_TS_FORMAT)
+    # Not strftime: glibc's "%Y" does not pad years before 1000 ("355-09-01…"), which is neither fixed-width nor
+    # readable by fromisoformat; isoformat always writes four digits.
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_ts(value: str) -> datetime:
-    """Inverse of `format_ts`."""
+    """Inverse of `format_ts`; also reads the unpadded years (``355-09-01…``) that earlier versions wrote."""
     # fromisoformat (C, reads the trailing "Z" since 3.11) is ~20x faster than strptime: listings parse many.
+    if value[4:5] != "-":
+        year, _, rest = value.partition("-")
+        value = f"{year.zfill(4)}-{rest}"
     return datetime.fromisoformat(value)
 
 

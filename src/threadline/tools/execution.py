@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._text import replace_surrogates_in
 from ..messages import ToolCall, ToolMessage
 from .tool import Tool, ToolArgumentsError
 
@@ -23,13 +24,21 @@ def encode_result(value: Any) -> str:
     """A tool's return value as sent to the model: a ``str`` as is, anything else as JSON.
 
     The JSON is always valid: ``nan`` and infinities, which JSON cannot express, become the strings ``"NaN"``,
-    ``"Infinity"`` and ``"-Infinity"`` (a model reads those; a strict JSON parser refuses bare ``NaN``).
+    ``"Infinity"`` and ``"-Infinity"`` (a model reads those; a strict JSON parser refuses bare ``NaN``); and lone
+    surrogates anywhere in it (``{"files": os.listdir(path)}`` with a name that is not UTF-8) become U+FFFD, the
+    log's rule for text, as they do in a returned ``str``.
     """
     if isinstance(value, str):
         return value
     import pydantic_core
 
-    data = pydantic_core.to_json(value, fallback=repr)
+    try:
+        data = pydantic_core.to_json(value, fallback=repr)
+    except pydantic_core.PydanticSerializationError:
+        # Most likely a lone surrogate, which UTF-8 cannot hold: the plain-Python form keeps it as text, where the
+        # log's rule replaces it. Anything else fails again here and is reported by the caller.
+        plain = pydantic_core.to_jsonable_python(replace_surrogates_in(value), fallback=repr)  # keys, too
+        data = pydantic_core.to_json(replace_surrogates_in(plain))
     if b"NaN" in data or b"Infinity" in data:
         # Only then (the words may also be inside strings): pydantic writes the bare constants, even under
         # inf_nan_mode="strings" for a model configured otherwise, so read its output back and spell them out.

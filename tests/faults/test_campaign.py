@@ -1,0 +1,47 @@
+"""A reduced fault campaign of issue 8 (``bench/faults.py`` runs the full one and prints the table): every case of
+every category survives, with nothing lost, no invalid stored log and no secret shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .campaign import Row
+from .fuzz import fuzz_readers
+from .leaks import key_leaks
+from .processes import kill_campaign, two_writers
+from .tool_faults import FAULTS, tool_faults
+
+
+def assert_clean(row: Row, tried: int | None = None) -> None:
+    assert (row.failed, row.lost, row.invalid, row.leaked) == (0, 0, 0, 0), f"{row.category}: {row.failures}"
+    assert row.tried > 0 if tried is None else row.tried == tried
+
+
+def test_fuzzed_readers(tmp_path: Path) -> None:
+    rows = fuzz_readers(400, tmp_path, seed=0)
+    assert sum(row.tried for row in rows) == 400
+    for row in rows:
+        assert_clean(row)
+
+
+def test_tool_faults(tmp_path: Path) -> None:
+    row = tool_faults(6, tmp_path, seed=0, slow_cases=1)
+    assert_clean(row, tried=len(FAULTS) + 6)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_kill_9_at_random_points(backend: str, tmp_path: Path) -> None:
+    assert_clean(kill_campaign(backend, 3, tmp_path, seed=0), tried=3)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_two_processes_continuing_one_conversation(backend: str, tmp_path: Path) -> None:
+    row = two_writers(backend, 1, tmp_path)
+    assert_clean(row, tried=1)
+    assert row.seen == {"ok": 2}  # the second writer waited for the first, then ran its turn
+
+
+def test_error_bodies_carrying_the_key(tmp_path: Path) -> None:
+    assert_clean(key_leaks(tmp_path, cli_providers=("openai",)))
