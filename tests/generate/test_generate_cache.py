@@ -35,7 +35,9 @@ model = ScriptedModel(
     [AssistantMessage(tool_calls=[ToolCall(id="w1", name="get_weather", arguments={"city": "Paris"})]), "Sunny."],
     usage=Usage(input_tokens=5, output_tokens=2),
 )
-result = generate_text_sync(model=model, system="Be terse.", prompt="Weather in Paris?", tools=[get_weather], cache=store)
+result = generate_text_sync(
+    model=model, system="Be terse.", prompt="Weather in Paris?", tools=[get_weather], cache=store
+)
 store.close()
 print(result.request_hash)
 """
