@@ -188,7 +188,7 @@ class _Runner:
         self.idle = asyncio.Event()
         self.idle.set()
         self.flush: asyncio.TimerHandle | None = None
-        self.last_partial = 0.0
+        self.last_partial = float("-inf")
         self.latest_partial: str | None = None
 
     def on_inputs(self, value: dict[str, Any]) -> None:
@@ -209,6 +209,7 @@ class _Runner:
         self.hash = key
         generation = self.generation
         self.cell.set(GenerateTextState(pending=True, request_hash=key))
+        self.last_partial = float("-inf")  # a new run shows its first words at once
         self.idle.clear()
         self.task = self.loop.create_task(self.run(generation, arguments))
 
