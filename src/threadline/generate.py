@@ -55,7 +55,7 @@ class GenerateHost:
         conversation_id: str | None = None,
         on_partial: Callable[[str], Any] | None = None,
     ) -> None:
-        self.messages = request.messages
+        self.messages = input_log(request)
         self.steps: list[GenerateStep] = []
         self.store = store
         self.conversation_id = conversation_id
@@ -205,7 +205,7 @@ async def generate_text(
     )
     key = hash_request(request)
     if cache is not None:
-        hit = _cached(cache, key, request.messages)
+        hit = _cached(cache, key, input_log(request))
         if hit is not None:
             return hit
     if store is not None and conversation_id is not None and store.has_conversation(conversation_id):
@@ -239,7 +239,7 @@ async def generate_text(
         flight.waiters -= 1
         if on_partial is not None and on_partial in flight.listeners:
             flight.listeners.remove(on_partial)
-    return result if first else result.for_input(request.messages)
+    return result if first else result.for_input(input_log(request))
 
 
 def generate_text_sync(**kwargs: Any) -> GenerateTextResult:
@@ -251,6 +251,12 @@ def generate_text_sync(**kwargs: Any) -> GenerateTextResult:
     from ._sync import run_sync
 
     return run_sync(generate_text(**kwargs))
+
+
+def input_log(request: GenerateRequest) -> MessageList:
+    """The request's input messages as a `MessageList` (`prepare_request` makes one; anything else is copied)."""
+    messages = request.messages
+    return messages if isinstance(messages, MessageList) else MessageList(messages)
 
 
 class _Flight:

@@ -25,7 +25,7 @@ __all__ = [
     "result_to_cache",
 ]
 
-CACHE_PREFIX = "generate_text/1:"
+CACHE_PREFIX = "generate_text/2:"
 """Keys of ``generate_text`` results in a store's request cache (other users of the cache use other prefixes)."""
 
 
@@ -106,23 +106,37 @@ def find_tool_result(messages: Iterable[Message], tool_name: str) -> ToolMessage
 
 
 def result_to_cache(result: GenerateTextResult, input_count: int) -> dict[str, Any]:
-    """The JSON value a store caches for a finished result."""
+    """The JSON value a store caches for a finished result.
+
+    One list holds every message to keep: the produced ones, then each distinct system-prefix message of the steps
+    (the prefix is usually one message shared by every step); a step names its prefix by positions in that list.
+    So a hit reads every message in one pass.
+    """
     from .serialization import dump_dict
 
     new = result.new_messages
     log = list(result.messages)
+    kept: list[Message] = list(new)
+    pool: dict[int, int] = {}
     positions = {id(message): index for index, message in enumerate(new)}
     steps = []
     for step in result.steps:
         at = positions[id(step.response)]
-        prefix = len(step.messages) - len(_sent_from_log(log[: input_count + at]))
-        sent = dump_dict(step.messages[:prefix])["messages"]
-        steps.append({"prefix": sent, "at": at, "duration_ms": step.duration_ms})
+        count = len(step.messages) - len(_sent_from_log(log[: input_count + at]))
+        prefix = []
+        for message in step.messages[:count]:
+            index = pool.get(id(message))
+            if index is None:
+                index = pool[id(message)] = len(kept)
+                kept.append(message)
+            prefix.append(index)
+        steps.append({"prefix": prefix, "at": at, "duration_ms": step.duration_ms})
     return {
         "text": result.text,
         "stop_reason": result.stop_reason,
         "usage": {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens},
-        "new_messages": dump_dict(new)["messages"],
+        "new_count": len(new),
+        "messages": dump_dict(kept)["messages"],
         "steps": steps,
     }
 
@@ -141,25 +155,28 @@ def result_from_cache(value: Any, messages: MessageList, request_hash: str) -> G
     if not isinstance(value, dict):
         return None
     try:
-        new = load_data({"version": "2.0", "messages": value["new_messages"]})
-        steps_data = value["steps"]
-        usage = Usage(**value["usage"])
+        kept = load_data({"version": "2.0", "messages": value["messages"]})
+        new = kept[: value["new_count"]]
+        usage = Usage(
+            input_tokens=int(value["usage"]["input_tokens"]), output_tokens=int(value["usage"]["output_tokens"])
+        )
         log = messages.copy()
         log.extend(new)
-        steps = []
+        sent_log = _sent_from_log(log)
         count = len(messages)
-        for item in steps_data:
+        steps = []
+        for item in value["steps"]:
             at = item["at"]
             response = new[at]
             if type(response) is not AssistantMessage:
                 return None
-            prefix = load_data({"version": "2.0", "messages": item["prefix"]})
-            sent = prefix + _sent_from_log(log[: count + at])
             results = []
             for message in new[at + 1 :]:
                 if type(message) is not ToolMessage:
                     break
                 results.append(message)
+            sent = [kept[index] for index in item["prefix"]]
+            sent.extend(sent_log[: count + at] if len(sent_log) == len(log) else _sent_from_log(log[: count + at]))
             steps.append(GenerateStep(sent, response, results, response.usage, float(item["duration_ms"])))
         return GenerateTextResult(
             text=str(value["text"]),

@@ -20,14 +20,14 @@ version (no ``hash()`` randomisation, no dict-order dependence).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from .conversation import split_settings
 from .errors import UserError
-from .messages import AssistantMessage, Message, MessageList, ToolMessage, UserMessage, user
+from .messages import AssistantMessage, Message, MessageList, SystemMessage, ToolMessage, UserMessage, user
 from .models.base import Model, ModelSettings
 from .tools import ResolvedTools, Tool, Toolset, is_dynamic_provider, resolve_tools
 
@@ -50,7 +50,7 @@ class GenerateRequest(msgspec.Struct):
         model_name: The name hashed for it.
         system: The caller's system text (None: none).
         context: Context documents as ``(name, text)`` pairs, in order.
-        messages: The input log (a new list: the caller's is never changed).
+        messages: The input log: a new `MessageList` from `prepare_request` (the caller's is never changed).
         tools: The tools offered.
         settings: Settings of every model call.
         tool_timeout: Seconds a tool may run.
@@ -62,7 +62,7 @@ class GenerateRequest(msgspec.Struct):
     model_name: str
     system: str | None
     context: list[tuple[str, str]]
-    messages: MessageList
+    messages: MessageList | Sequence[Message]
     tools: ResolvedTools
     settings: ModelSettings
     tool_timeout: float | None = 60.0
@@ -97,6 +97,34 @@ def prepare_request(
         ProtocolError: for input messages that break the tool-call protocol.
         MessageListDeserializationError: for message dicts that are not chat messages.
     """
+    log = _messages(messages)
+    if prompt is not None:
+        log.append(user(_prompt(prompt)))
+    if not len(log):
+        raise UserError(_NO_INPUT)
+    log.validate()
+    return _assemble(model, system, log, tools, context, max_tool_rounds, tool_choice, settings)
+
+
+_NO_INPUT = "generate_text needs prompt= or messages= (a non-empty list)"
+
+
+def _prompt(prompt: Any) -> str:
+    if not isinstance(prompt, str):
+        raise UserError(f"prompt must be a str, got {type(prompt).__name__}")
+    return prompt
+
+
+def _assemble(
+    model: str | Model | None,
+    system: str | None,
+    log: MessageList | Sequence[Message],
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    context: Mapping[str, Any] | None,
+    max_tool_rounds: int,
+    tool_choice: str | None,
+    settings: Mapping[str, Any],
+) -> GenerateRequest:
     if isinstance(model, Model):
         model_name = model.name
     elif model is None:
@@ -109,14 +137,6 @@ def prepare_request(
         raise UserError(f"model must be a model name or a Model, got {model!r}")
     if system is not None and not isinstance(system, str):
         raise UserError(f"system must be a str, got {type(system).__name__}")
-    log = _messages(messages)
-    if prompt is not None:
-        if not isinstance(prompt, str):
-            raise UserError(f"prompt must be a str, got {type(prompt).__name__}")
-        log.append(user(prompt))
-    if not len(log):
-        raise UserError("generate_text needs prompt= or messages= (a non-empty list)")
-    log.validate()
     if type(max_tool_rounds) is not int or max_tool_rounds < 0:
         raise UserError(f"max_tool_rounds must be a non-negative int, got {max_tool_rounds!r}")
     checked = split_settings(settings)
@@ -162,19 +182,19 @@ def request_hash(
     Raises:
         UserError: for inputs ``generate_text`` would refuse.
     """
-    return hash_request(
-        prepare_request(
-            model=model,
-            system=system,
-            prompt=prompt,
-            messages=messages,
-            tools=tools,
-            context=context,
-            max_tool_rounds=max_tool_rounds,
-            tool_choice=tool_choice,
-            **settings,
-        )
-    )
+    # The caller's messages are hashed where they are: no copy, no protocol check (hashing needs neither, and
+    # they are most of the cost on a long log). Chat-message dicts are read as generate_text reads them.
+    if messages is None:
+        items: list[Any] = []
+    elif isinstance(messages, (str, bytes, Mapping)):
+        raise UserError("messages must be a list of messages (use prompt= for a single text)")
+    else:
+        items = list(messages)
+    if prompt is not None:
+        items.append(user(_prompt(prompt)))
+    if not items:
+        raise UserError(_NO_INPUT)
+    return hash_request(_assemble(model, system, items, tools, context, max_tool_rounds, tool_choice, settings))
 
 
 def hash_request(request: GenerateRequest) -> str:
@@ -194,7 +214,7 @@ def hash_request(request: GenerateRequest) -> str:
             "tool_choice": request.tool_choice,
             "max_tool_rounds": request.max_tool_rounds,
         },
-        [_canonical(message) for message in request.messages],
+        _canonical_log(request.messages),
     )
     try:
         data = _encode(payload, order="sorted")
@@ -204,20 +224,47 @@ def hash_request(request: GenerateRequest) -> str:
 
 
 _encode = msgspec.json.encode
+_MESSAGE_KINDS = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+
+
+def _canonical_log(messages: MessageList | Sequence[Message]) -> list[tuple[Any, ...]]:
+    try:
+        return [_canonical(message) for message in messages]
+    except _NotAMessage:
+        return [_canonical(message) for message in _messages(messages)]
+
+
+class _NotAMessage(Exception):
+    """An input item that is not a message yet (a chat-message dict)."""
 
 
 def _canonical(message: Message) -> tuple[Any, ...]:
     """A message as the request carries it: no id, timestamp, usage, duration or UI metadata."""
     kind = type(message)
-    sent = message.meta.include_in_context
     if kind is AssistantMessage:
-        return ("a", message.content, message.tool_calls, message.error, sent)  # type: ignore[union-attr]
+        return (
+            "a",
+            message.content,
+            message.tool_calls,  # type: ignore[union-attr]
+            message.error,  # type: ignore[union-attr]
+            message.meta.include_in_context,
+        )
     if kind is ToolMessage:
-        return ("t", message.tool_call_id, message.tool_name, message.content, message.is_error, sent)  # type: ignore[union-attr]
+        return (
+            "t",
+            message.tool_call_id,  # type: ignore[union-attr]
+            message.tool_name,  # type: ignore[union-attr]
+            message.content,
+            message.is_error,  # type: ignore[union-attr]
+            message.meta.include_in_context,
+        )
     if kind is UserMessage:
         attachments = message.attachments  # type: ignore[union-attr]
-        return ("u", message.content, [item.to_dict() for item in attachments] if attachments else None, sent)
-    return ("s", message.content, sent)
+        listed = [item.to_dict() for item in attachments] if attachments else None
+        return ("u", message.content, listed, message.meta.include_in_context)
+    if kind is SystemMessage:
+        return ("s", message.content, message.meta.include_in_context)
+    raise _NotAMessage
 
 
 def _tool(spec: ToolSpec) -> tuple[str, str, Mapping[str, Any]]:
@@ -232,7 +279,7 @@ def _messages(messages: Iterable[Message | Mapping[str, Any]] | MessageList | No
     if isinstance(messages, (str, bytes, Mapping)):
         raise UserError("messages must be a list of messages (use prompt= for a single text)")
     items = list(messages)
-    if any(isinstance(item, Mapping) for item in items):
+    if not all(isinstance(item, _MESSAGE_KINDS) for item in items):
         # Chat-message dicts ({"role": "user", "content": "…"}), as the seeds' callers write them.
         return MessageList.from_dict([_as_dict(item) for item in items])
     return MessageList(items)  # type: ignore[arg-type]
@@ -241,9 +288,11 @@ def _messages(messages: Iterable[Message | Mapping[str, Any]] | MessageList | No
 def _as_dict(item: Any) -> Any:
     if isinstance(item, Mapping):
         return dict(item)
-    from .serialization import dump_dict
+    if isinstance(item, _MESSAGE_KINDS):
+        from .serialization import dump_dict
 
-    return dump_dict([item])["messages"][0]
+        return dump_dict([item])["messages"][0]
+    return item  # not a message: the reader names its position
 
 
 def _context(context: Mapping[str, Any] | None) -> list[tuple[str, str]]:
