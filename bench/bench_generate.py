@@ -102,7 +102,8 @@ class _Cached(msgspec.Struct):
     text: str
     stop_reason: str
     usage: _Usage
-    new_messages: list[Message]
+    new_count: int
+    messages: list[Message]
     steps: list[dict[str, Any]]
 
 
