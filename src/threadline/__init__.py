@@ -50,6 +50,11 @@ from .models.tool_catalog import ToolCatalog
 from .tools import Tool, Toolset, dynamic_tools, tool
 
 if TYPE_CHECKING:
+    from .agents import agent_tool
+    from .generate import generate_text, generate_text_sync
+    from .generate_result import GenerateStep, GenerateTextResult, find_tool_result
+    from .hashing import request_hash
+    from .reactive import Cell, GenerateTextState, reactive_generate_text
     from .store import ConversationInfo, ConversationSummary, MessagePage, Store, open_store
 
 __version__ = "0.1.0"
@@ -59,6 +64,7 @@ __all__ = [
     "Attachment",
     "BuiltContext",
     "CapabilityError",
+    "Cell",
     "ContextBuilder",
     "ContextReport",
     "ContextSettings",
@@ -67,6 +73,9 @@ __all__ = [
     "ConversationConfig",
     "ConversationInfo",
     "ConversationSummary",
+    "GenerateStep",
+    "GenerateTextResult",
+    "GenerateTextState",
     "LLMError",
     "Message",
     "MessageList",
@@ -101,17 +110,33 @@ __all__ = [
     "UserError",
     "UserMessage",
     "__version__",
+    "agent_tool",
     "assistant",
     "dynamic_tools",
+    "find_tool_result",
+    "generate_text",
+    "generate_text_sync",
     "get_model",
     "llm",
     "open_store",
+    "reactive_generate_text",
+    "request_hash",
     "system",
     "tool",
     "user",
 ]
 
 _LAZY = {
+    "agent_tool": "agents",
+    "generate_text": "generate",
+    "generate_text_sync": "generate",
+    "GenerateStep": "generate_result",
+    "GenerateTextResult": "generate_result",
+    "find_tool_result": "generate_result",
+    "Cell": "reactive",
+    "GenerateTextState": "reactive",
+    "reactive_generate_text": "reactive",
+    "request_hash": "hashing",
     "open_store": "store",
     "Store": "store",
     "ConversationInfo": "store",

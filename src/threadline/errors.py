@@ -17,6 +17,11 @@ Provider and driver exceptions never escape: each adapter maps them to one of th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .messages import MessageList
+
 __all__ = [
     "CapabilityError",
     "ConversationBusy",
@@ -50,7 +55,11 @@ class ModelError(ThreadlineError):
         status: The HTTP status, when there was one.
         partial: The text the model streamed before it failed (possibly empty).
         retryable: Whether trying again later may succeed.
+        messages: Set by ``generate_text``: its log up to and including the failure (with the partial output),
+            ready to continue from (``generate_text(messages=[*exc.messages, user("go on")])``); None elsewhere.
     """
+
+    messages: MessageList | None = None
 
     def __init__(
         self,

@@ -1,0 +1,192 @@
+"""What ``generate_text`` returns (`GenerateTextResult`, one `GenerateStep` per model call), the form a finished
+result takes in a store's request cache, and `find_tool_result`.
+
+A cached result keeps the produced messages in the log's own version-2.0 form, and for each step the system prefix it
+was sent with and the position of its answer: the messages a step was sent are the prefix followed by the log up to
+that answer (what ``generate_text`` sends, since it sends the whole log), so they are rebuilt on a hit instead of being
+stored once per step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .messages import AssistantMessage, Message, MessageList, ToolMessage, Usage
+
+__all__ = [
+    "CACHE_PREFIX",
+    "GenerateStep",
+    "GenerateTextResult",
+    "cache_key",
+    "find_tool_result",
+    "result_from_cache",
+    "result_to_cache",
+]
+
+CACHE_PREFIX = "generate_text/2:"
+"""Keys of ``generate_text`` results in a store's request cache (other users of the cache use other prefixes)."""
+
+
+def cache_key(request_hash: str) -> str:
+    """The cache key of a request hash."""
+    return CACHE_PREFIX + request_hash
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateStep:
+    """One model call of a ``generate_text`` run.
+
+    Attributes:
+        messages: The messages it was sent, system prefix included.
+        response: The assistant message it produced (a failure has ``error`` set).
+        tool_results: The results of its tool calls, in call order.
+        usage: Its token usage, when the model reported it.
+        duration_ms: From sending the request to the complete answer.
+    """
+
+    messages: list[Message]
+    response: AssistantMessage
+    tool_results: list[ToolMessage] = field(default_factory=list)
+    usage: Usage | None = None
+    duration_ms: float = 0.0
+
+    @property
+    def tool_calls(self) -> list[Any]:
+        """The tool calls of the response."""
+        return list(self.response.tool_calls)
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateTextResult:
+    """The outcome of ``generate_text``.
+
+    Attributes:
+        text: The final answer's text ("" when the model answered with nothing).
+        messages: The input messages followed by every message produced (tool calls and results included): pass
+            them back, with a new user message, to continue.
+        new_messages: The messages produced by this call.
+        steps: One per model call.
+        usage: Summed over the steps.
+        request_hash: The `request_hash` of the inputs.
+        stop_reason: ``"end"`` (an answer without tool calls) or ``"max_tool_rounds"``.
+        conversation_id: The stored conversation, when ``store=`` was given.
+        cached: True when the result came from the cache (no model was called).
+    """
+
+    text: str
+    messages: MessageList
+    new_messages: list[Message]
+    steps: list[GenerateStep]
+    usage: Usage
+    request_hash: str
+    stop_reason: str
+    conversation_id: str | None = None
+    cached: bool = False
+
+    def for_input(self, messages: MessageList) -> GenerateTextResult:
+        """This result as the answer to another caller's equal input (their own message objects first)."""
+        log = messages.copy()
+        log.extend(self.new_messages)
+        return replace(self, messages=log, new_messages=list(self.new_messages))
+
+
+def find_tool_result(messages: Iterable[Message], tool_name: str) -> ToolMessage | None:
+    """The latest result of the tool ``tool_name`` in ``messages``, or None.
+
+    This is how a caller reads what a model "presented" through a tool (the seeds' ``presentResult`` pattern): the
+    tool's result is in the log, so no handler state is needed.
+    """
+    items = list(messages)
+    for message in reversed(items):
+        if type(message) is ToolMessage and message.tool_name == tool_name:
+            return message
+    return None
+
+
+def result_to_cache(result: GenerateTextResult, input_count: int) -> dict[str, Any]:
+    """The JSON value a store caches for a finished result.
+
+    One list holds every message to keep: the produced ones, then each distinct system-prefix message of the steps
+    (the prefix is usually one message shared by every step); a step names its prefix by positions in that list.
+    So a hit reads every message in one pass.
+    """
+    from .serialization import dump_dict
+
+    new = result.new_messages
+    log = list(result.messages)
+    kept: list[Message] = list(new)
+    pool: dict[int, int] = {}
+    positions = {id(message): index for index, message in enumerate(new)}
+    steps = []
+    for step in result.steps:
+        at = positions[id(step.response)]
+        count = len(step.messages) - len(_sent_from_log(log[: input_count + at]))
+        prefix = []
+        for message in step.messages[:count]:
+            index = pool.get(id(message))
+            if index is None:
+                index = pool[id(message)] = len(kept)
+                kept.append(message)
+            prefix.append(index)
+        steps.append({"prefix": prefix, "at": at, "duration_ms": step.duration_ms})
+    return {
+        "text": result.text,
+        "stop_reason": result.stop_reason,
+        "usage": {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens},
+        "new_count": len(new),
+        "messages": dump_dict(kept)["messages"],
+        "steps": steps,
+    }
+
+
+def _sent_from_log(messages: Iterable[Message]) -> list[Message]:
+    """The messages of the log a ``generate_text`` request carries: all but UI-only events."""
+    return [message for message in messages if message.meta.include_in_context]
+
+
+def result_from_cache(value: Any, messages: MessageList, request_hash: str) -> GenerateTextResult | None:
+    """A cached value as the result for ``messages`` (None when the value is not a readable result, e.g. written
+    by another version: the request then runs again)."""
+    from .errors import MessageListDeserializationError
+    from .serialization import load_data
+
+    if not isinstance(value, dict):
+        return None
+    try:
+        kept = load_data({"version": "2.0", "messages": value["messages"]})
+        new = kept[: value["new_count"]]
+        usage = Usage(
+            input_tokens=int(value["usage"]["input_tokens"]), output_tokens=int(value["usage"]["output_tokens"])
+        )
+        log = messages.copy()
+        log.extend(new)
+        sent_log = _sent_from_log(log)
+        count = len(messages)
+        steps = []
+        for item in value["steps"]:
+            at = item["at"]
+            response = new[at]
+            if type(response) is not AssistantMessage:
+                return None
+            results = []
+            for message in new[at + 1 :]:
+                if type(message) is not ToolMessage:
+                    break
+                results.append(message)
+            sent = [kept[index] for index in item["prefix"]]
+            sent.extend(sent_log[: count + at] if len(sent_log) == len(log) else _sent_from_log(log[: count + at]))
+            steps.append(GenerateStep(sent, response, results, response.usage, float(item["duration_ms"])))
+        return GenerateTextResult(
+            text=str(value["text"]),
+            messages=log,
+            new_messages=new,
+            steps=steps,
+            usage=usage,
+            request_hash=request_hash,
+            stop_reason=str(value["stop_reason"]),
+            cached=True,
+        )
+    except (KeyError, TypeError, ValueError, IndexError, MessageListDeserializationError):
+        return None

@@ -1,0 +1,338 @@
+"""What one ``generate_text`` call asks for, made canonical, and its hash.
+
+`prepare_request` turns the keyword arguments of ``generate_text`` into a `GenerateRequest` (model name, system
+text, context documents, messages, tools, settings), checking them on the way, so bad input fails before anything
+runs. `request_hash` is the SHA-256 of a canonical JSON of that request: everything that shapes what the model is
+sent, and nothing that does not.
+
+In the hash: the model name (a `Model` object by its ``name``; no model: the default name), the system text, the
+context documents (names and text, in order), every message's role, content, attachments, tool calls (ids, names,
+arguments), tool results (call id, tool name, content, error flag), a failed call's error, and whether it is sent
+at all (``include_in_context``); every tool's name, description and JSON schema; ``max_tokens``, ``temperature``,
+provider extras, ``tool_choice`` and ``max_tool_rounds``. Not in it: message ids, timestamps, usage, durations, UI
+metadata, and transport settings (``stream``, ``timeout``, ``max_retries``, ``tool_timeout``), which change how a
+request travels, not what it asks. Tool-call ids are in it because providers are sent them.
+
+The JSON is msgspec's with object keys sorted, so equal inputs give equal hashes in every process and Python
+version (no ``hash()`` randomisation, no dict-order dependence).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from .conversation import split_settings
+from .errors import UserError
+from .messages import AssistantMessage, Message, MessageList, SystemMessage, ToolMessage, UserMessage, user
+from .models.base import Model, ModelSettings
+from .tools import ResolvedTools, Tool, Toolset, is_dynamic_provider, resolve_tools
+
+if TYPE_CHECKING:
+    from .models.base import ToolSpec
+
+__all__ = ["HASH_VERSION", "GenerateRequest", "hash_request", "prepare_request", "request_hash"]
+
+HASH_VERSION = "threadline.request/1"
+"""Changes whenever the canonical form changes, so old cache entries are never read as new ones."""
+
+TRANSPORT_KEYS = ("stream", "timeout", "max_retries", "tool_timeout")
+
+
+class GenerateRequest(msgspec.Struct):
+    """The checked, normalised inputs of one ``generate_text`` call.
+
+    Attributes:
+        model: The model as given (a name, a `Model`, or None for the default).
+        model_name: The name hashed for it.
+        system: The caller's system text (None: none).
+        context: Context documents as ``(name, text)`` pairs, in order.
+        messages: The input log: a new `MessageList` from `prepare_request` (the caller's is never changed).
+        tools: The tools offered.
+        settings: Settings of every model call.
+        tool_timeout: Seconds a tool may run.
+        tool_choice: Applies to the first request.
+        max_tool_rounds: Tool rounds before a tool-less request forces an answer.
+    """
+
+    model: str | Model | None
+    model_name: str
+    system: str | None
+    context: list[tuple[str, str]]
+    messages: MessageList | Sequence[Message]
+    tools: ResolvedTools
+    settings: ModelSettings
+    tool_timeout: float | None = 60.0
+    tool_choice: str | None = None
+    max_tool_rounds: int = 10
+
+    def system_text(self) -> str:
+        """The system prefix: the system text, then each context document under its name."""
+        parts = [self.system.strip()] if self.system and self.system.strip() else []
+        if self.context:
+            docs = "\n\n".join(f"## {name}\n{text}" for name, text in self.context)
+            parts.append(f"CONTEXT DOCUMENTS\n\n{docs}")
+        return "\n\n".join(parts)
+
+
+def prepare_request(
+    *,
+    model: str | Model | None = None,
+    system: str | None = None,
+    prompt: str | None = None,
+    messages: Iterable[Message | Mapping[str, Any]] | MessageList | None = None,
+    tools: Iterable[Any] | Mapping[str, Any] | None = None,
+    context: Mapping[str, Any] | None = None,
+    max_tool_rounds: int = 10,
+    tool_choice: str | None = None,
+    **settings: Any,
+) -> GenerateRequest:
+    """Check and normalise the inputs of ``generate_text`` (see there for each argument).
+
+    Raises:
+        UserError: for a missing prompt, a bad model, tool, context document or setting.
+        ProtocolError: for input messages that break the tool-call protocol.
+        MessageListDeserializationError: for message dicts that are not chat messages.
+    """
+    log = _messages(messages)
+    if prompt is not None:
+        log.append(user(_prompt(prompt)))
+    if not len(log):
+        raise UserError(_NO_INPUT)
+    log.validate()
+    return _assemble(model, system, log, tools, context, max_tool_rounds, tool_choice, settings)
+
+
+_NO_INPUT = "generate_text needs prompt= or messages= (a non-empty list)"
+
+
+def _prompt(prompt: Any) -> str:
+    if not isinstance(prompt, str):
+        raise UserError(f"prompt must be a str, got {type(prompt).__name__}")
+    return prompt
+
+
+def _assemble(
+    model: str | Model | None,
+    system: str | None,
+    log: MessageList | Sequence[Message],
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    context: Mapping[str, Any] | None,
+    max_tool_rounds: int,
+    tool_choice: str | None,
+    settings: Mapping[str, Any],
+) -> GenerateRequest:
+    if isinstance(model, Model):
+        model_name = model.name
+    elif model is None:
+        from .models import default_model_name
+
+        model_name = default_model_name()
+    elif isinstance(model, str) and model.strip():
+        model_name = model.strip()
+    else:
+        raise UserError(f"model must be a model name or a Model, got {model!r}")
+    if system is not None and not isinstance(system, str):
+        raise UserError(f"system must be a str, got {type(system).__name__}")
+    if type(max_tool_rounds) is not int or max_tool_rounds < 0:
+        raise UserError(f"max_tool_rounds must be a non-negative int, got {max_tool_rounds!r}")
+    checked = split_settings(settings)
+    model_settings = ModelSettings(
+        stream=checked.get("stream", True),
+        max_tokens=checked.get("max_tokens"),
+        temperature=checked.get("temperature"),
+        timeout=checked.get("timeout"),
+        max_retries=checked.get("max_retries"),
+        extras=checked.get("extras", {}),
+    )
+    return GenerateRequest(
+        model=model,
+        model_name=model_name,
+        system=system,
+        context=_context(context),
+        messages=log,
+        tools=_tools(tools),
+        settings=model_settings,
+        tool_timeout=checked.get("tool_timeout", 60.0),
+        tool_choice=tool_choice,
+        max_tool_rounds=max_tool_rounds,
+    )
+
+
+def request_hash(
+    *,
+    model: str | Model | None = None,
+    system: str | None = None,
+    prompt: str | None = None,
+    messages: Iterable[Message | Mapping[str, Any]] | MessageList | None = None,
+    tools: Iterable[Any] | Mapping[str, Any] | None = None,
+    context: Mapping[str, Any] | None = None,
+    max_tool_rounds: int = 10,
+    tool_choice: str | None = None,
+    **settings: Any,
+) -> str:
+    """The SHA-256 (hex) of everything that shapes a ``generate_text`` request (see the module docstring).
+
+    Takes the same keyword arguments as ``generate_text``; the arguments that do not shape the request
+    (``cache``, ``on_partial``, ``store``…) are not accepted here.
+
+    Raises:
+        UserError: for inputs ``generate_text`` would refuse.
+    """
+    # The caller's messages are hashed where they are: no copy, no protocol check (hashing needs neither, and
+    # they are most of the cost on a long log). Chat-message dicts are read as generate_text reads them.
+    if messages is None:
+        items: list[Any] = []
+    elif isinstance(messages, (str, bytes, Mapping)):
+        raise UserError("messages must be a list of messages (use prompt= for a single text)")
+    else:
+        items = list(messages)
+    if prompt is not None:
+        items.append(user(_prompt(prompt)))
+    if not items:
+        raise UserError(_NO_INPUT)
+    return hash_request(_assemble(model, system, items, tools, context, max_tool_rounds, tool_choice, settings))
+
+
+def hash_request(request: GenerateRequest) -> str:
+    """`request_hash` of an already prepared request."""
+    settings = request.settings
+    payload = (
+        HASH_VERSION,
+        request.model_name,
+        request.system,
+        request.context,
+        [_tool(spec) for spec in request.tools.specs()],
+        request.tools.instructions,
+        {
+            "max_tokens": settings.max_tokens,
+            "temperature": settings.temperature,
+            "extras": settings.extras,
+            "tool_choice": request.tool_choice,
+            "max_tool_rounds": request.max_tool_rounds,
+        },
+        _canonical_log(request.messages),
+    )
+    try:
+        data = _encode(payload, order="sorted")
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise UserError(f"cannot hash this request: {exc}") from None
+    return hashlib.sha256(data).hexdigest()
+
+
+_encode = msgspec.json.encode
+_MESSAGE_KINDS = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+
+
+def _canonical_log(messages: MessageList | Sequence[Message]) -> list[tuple[Any, ...]]:
+    try:
+        return [_canonical(message) for message in messages]
+    except _NotAMessage:
+        return [_canonical(message) for message in _messages(messages)]
+
+
+class _NotAMessage(Exception):
+    """An input item that is not a message yet (a chat-message dict)."""
+
+
+def _canonical(message: Message) -> tuple[Any, ...]:
+    """A message as the request carries it: no id, timestamp, usage, duration or UI metadata."""
+    kind = type(message)
+    if kind is AssistantMessage:
+        return (
+            "a",
+            message.content,
+            message.tool_calls,  # type: ignore[union-attr]
+            message.error,  # type: ignore[union-attr]
+            message.meta.include_in_context,
+        )
+    if kind is ToolMessage:
+        return (
+            "t",
+            message.tool_call_id,  # type: ignore[union-attr]
+            message.tool_name,  # type: ignore[union-attr]
+            message.content,
+            message.is_error,  # type: ignore[union-attr]
+            message.meta.include_in_context,
+        )
+    if kind is UserMessage:
+        attachments = message.attachments  # type: ignore[union-attr]
+        listed = [item.to_dict() for item in attachments] if attachments else None
+        return ("u", message.content, listed, message.meta.include_in_context)
+    if kind is SystemMessage:
+        return ("s", message.content, message.meta.include_in_context)
+    raise _NotAMessage
+
+
+def _tool(spec: ToolSpec) -> tuple[str, str, Mapping[str, Any]]:
+    return (spec.name, spec.description, spec.parameters)
+
+
+def _messages(messages: Iterable[Message | Mapping[str, Any]] | MessageList | None) -> MessageList:
+    if messages is None:
+        return MessageList()
+    if isinstance(messages, MessageList):
+        return messages.copy()
+    if isinstance(messages, (str, bytes, Mapping)):
+        raise UserError("messages must be a list of messages (use prompt= for a single text)")
+    items = list(messages)
+    if not all(isinstance(item, _MESSAGE_KINDS) for item in items):
+        # Chat-message dicts ({"role": "user", "content": "…"}), as the seeds' callers write them.
+        return MessageList.from_dict([_as_dict(item) for item in items])
+    return MessageList(items)  # type: ignore[arg-type]
+
+
+def _as_dict(item: Any) -> Any:
+    if isinstance(item, Mapping):
+        return dict(item)
+    if isinstance(item, _MESSAGE_KINDS):
+        from .serialization import dump_dict
+
+        return dump_dict([item])["messages"][0]
+    return item  # not a message: the reader names its position
+
+
+def _context(context: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    if context is None:
+        return []
+    if not isinstance(context, Mapping):
+        raise UserError("context must be a mapping of document names to documents")
+    from .tools import encode_result
+
+    out: list[tuple[str, str]] = []
+    for name, document in context.items():
+        if not isinstance(name, str) or not name:
+            raise UserError(f"context document names must be non-empty strings, got {name!r}")
+        try:
+            text = encode_result(document)
+        except Exception as exc:
+            raise UserError(f"context document {name!r} cannot be written as text: {exc}") from None
+        out.append((name, text))
+    return out
+
+
+def _tools(tools: Iterable[Any] | Mapping[str, Any] | None) -> ResolvedTools:
+    """Functions, `Tool`s, `Toolset`s, objects (their public methods, as `Toolset.from_object` makes them), or a
+    mapping of names to functions."""
+    if tools is None:
+        return ResolvedTools()
+    if isinstance(tools, Mapping):
+        items: list[Any] = [
+            value if isinstance(value, (Tool, Toolset)) else Tool(value, name=name) for name, value in tools.items()
+        ]
+    elif isinstance(tools, (Tool, Toolset)) or callable(tools):
+        items = [tools]
+    else:
+        items = list(tools)
+    for index, item in enumerate(items):
+        if is_dynamic_provider(item):
+            raise UserError(
+                "generate_text takes fixed tools: a dynamic tools provider needs a Conversation "
+                f"(tool {index}); compute the tools before the call instead"
+            )
+        if not isinstance(item, (Tool, Toolset)) and not callable(item):
+            items[index] = Toolset.from_object(item)
+    return resolve_tools(items)

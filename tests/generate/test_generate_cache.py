@@ -1,0 +1,186 @@
+"""The request cache: a finished result is found again by its hash in another process (SQLite and PostgreSQL)
+without a model call, failures are never cached, and overlapping identical calls share one model call."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.core._support import call, calls, shapes
+from threadline import AssistantMessage, ModelError, Usage, UserError, generate_text, user
+from threadline.store import Store, open_store
+from threadline.testing import ScriptedModel, ScriptedRequest
+
+
+def get_weather(city: str) -> str:
+    """Current weather in a city."""
+    return f"22 C in {city}"
+
+
+CHILD = """
+import sys
+from threadline import generate_text_sync, open_store, AssistantMessage, ToolCall, Usage
+from threadline.testing import ScriptedModel
+
+def get_weather(city: str) -> str:
+    \"\"\"Current weather in a city.\"\"\"
+    return f"22 C in {city}"
+
+store = open_store(sys.argv[1])
+model = ScriptedModel(
+    [AssistantMessage(tool_calls=[ToolCall(id="w1", name="get_weather", arguments={"city": "Paris"})]), "Sunny."],
+    usage=Usage(input_tokens=5, output_tokens=2),
+)
+result = generate_text_sync(
+    model=model, system="Be terse.", prompt="Weather in Paris?", tools=[get_weather], cache=store
+)
+store.close()
+print(result.request_hash)
+"""
+
+
+async def test_a_result_cached_by_another_process_is_returned_without_a_model_call(store_url: str) -> None:
+    out = subprocess.run([sys.executable, "-c", CHILD, store_url], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    child_hash = out.stdout.strip()
+
+    store = open_store(store_url)
+    try:
+        model = ScriptedModel()  # any request would fail: nothing is scripted
+        question = user("Weather in Paris?")
+        result = await generate_text(
+            model=model, system="Be terse.", messages=[question], tools=[get_weather], cache=store
+        )
+    finally:
+        store.close()
+
+    assert model.requests == []
+    assert result.cached and result.request_hash == child_hash
+    assert result.text == "Sunny."
+    assert result.messages[0] is question  # the caller's own input, then what the first run produced
+    assert [type(m).__name__ for m in result.messages] == [
+        "UserMessage",
+        "AssistantMessage",
+        "ToolMessage",
+        "AssistantMessage",
+    ]
+    assert result.messages[2].content == "22 C in Paris"
+    assert result.usage == Usage(input_tokens=10, output_tokens=4)
+    assert [len(step.tool_calls) for step in result.steps] == [1, 0]
+    assert result.steps[1].messages[0].content == "Be terse."
+    assert shapes(result.steps[1].messages[1:]) == shapes(result.messages[:3])
+    result.messages.validate()
+
+
+async def test_the_cache_works_in_memory_too() -> None:
+    store = open_store("memory://")
+    first = await generate_text(model=ScriptedModel(["Hi there."]), prompt="Hi", cache=store)
+    again = await generate_text(model=ScriptedModel(), prompt="Hi", cache=store)
+    assert not first.cached and again.cached
+    assert again.text == "Hi there." and shapes(again.new_messages) == shapes(first.new_messages)
+
+
+async def test_a_different_request_is_not_served_from_the_cache(any_store: Store) -> None:
+    await generate_text(model=ScriptedModel(["Paris."]), prompt="Capital of France?", cache=any_store)
+    model = ScriptedModel(["Rome."])
+    result = await generate_text(model=model, prompt="Capital of Italy?", cache=any_store)
+    assert not result.cached and result.text == "Rome." and len(model.requests) == 1
+
+
+async def test_failures_are_never_cached(any_store: Store) -> None:
+    with pytest.raises(ModelError):
+        await generate_text(
+            model=ScriptedModel([ModelError("overloaded", type="server")]), prompt="Hi", cache=any_store
+        )
+    model = ScriptedModel(["Hello."])
+    result = await generate_text(model=model, prompt="Hi", cache=any_store)
+    assert len(model.requests) == 1 and not result.cached and result.text == "Hello."
+    hit = await generate_text(model=ScriptedModel(), prompt="Hi", cache=any_store)
+    assert hit.cached and hit.text == "Hello."
+
+
+async def test_a_cache_must_be_a_store(tmp_path: Any) -> None:
+    model = ScriptedModel(["never"])
+    with pytest.raises(UserError, match="cache= takes a store"):
+        await generate_text(model=model, prompt="Hi", cache=str(tmp_path))  # type: ignore[arg-type]
+    assert model.requests == []
+
+
+def slow_answer(release: asyncio.Event, text: str) -> Any:
+    async def answer(request: ScriptedRequest) -> str:
+        await release.wait()
+        return text
+
+    return answer
+
+
+async def test_overlapping_identical_calls_share_one_model_call() -> None:
+    release = asyncio.Event()
+    model = ScriptedModel([slow_answer(release, "Shared answer."), "A second answer."])
+    first_input, second_input = user("Hi"), user("Hi")
+    partials: list[str] = []
+    calls_ = [
+        asyncio.ensure_future(generate_text(model=model, messages=[first_input])),
+        asyncio.ensure_future(generate_text(model=model, messages=[second_input], on_partial=partials.append)),
+    ]
+    await asyncio.sleep(0.01)
+    release.set()
+    one, two = await asyncio.gather(*calls_)
+
+    assert len(model.requests) == 1
+    assert one.text == two.text == "Shared answer."
+    assert one.messages[0] is first_input and two.messages[0] is second_input
+    assert partials and partials[-1] == "Shared answer."  # the second caller still sees the stream
+
+
+async def test_without_dedupe_each_call_asks_the_model() -> None:
+    model = ScriptedModel(["One.", "Two."])
+    results = await asyncio.gather(
+        generate_text(model=model, prompt="Hi", dedupe=False), generate_text(model=model, prompt="Hi", dedupe=False)
+    )
+    assert len(model.requests) == 2 and sorted(r.text for r in results) == ["One.", "Two."]
+
+
+async def test_a_shared_call_goes_on_while_one_caller_still_waits() -> None:
+    release = asyncio.Event()
+    model = ScriptedModel([slow_answer(release, "Still here.")])
+    leaving = asyncio.ensure_future(generate_text(model=model, prompt="Hi"))
+    staying = asyncio.ensure_future(generate_text(model=model, prompt="Hi"))
+    await asyncio.sleep(0.01)
+    leaving.cancel()
+    await asyncio.sleep(0.01)
+    release.set()
+    result = await staying
+    assert result.text == "Still here." and len(model.requests) == 1
+    assert leaving.cancelled()
+
+
+async def test_a_shared_failure_reaches_every_caller_with_its_log() -> None:
+    release = asyncio.Event()
+
+    async def fail(request: ScriptedRequest) -> ModelError:
+        await release.wait()
+        return ModelError("down", type="server", partial="Par")
+
+    model = ScriptedModel([fail])
+    tasks = [asyncio.ensure_future(generate_text(model=model, prompt="Hi")) for _ in range(2)]
+    await asyncio.sleep(0.01)
+    release.set()
+    outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    assert len(model.requests) == 1
+    for outcome in outcomes:
+        assert isinstance(outcome, ModelError) and outcome.messages is not None
+        failure = outcome.messages[-1]
+        assert isinstance(failure, AssistantMessage) and failure.content == "Par"
+
+
+async def test_tool_rounds_are_cached_whole(any_store: Store) -> None:
+    model = ScriptedModel([calls(call("get_weather", {"city": "Oslo"})), "Cold."])
+    first = await generate_text(model=model, prompt="Oslo?", tools=[get_weather], cache=any_store)
+    hit = await generate_text(model=ScriptedModel(), prompt="Oslo?", tools=[get_weather], cache=any_store)
+    assert hit.cached and shapes(hit.new_messages) == shapes(first.new_messages)
+    assert hit.stop_reason == first.stop_reason == "end"
