@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .conversation import split_settings
+from .conversation_config import check_settings
 from .errors import UserError
 from .messages import AssistantMessage, Message, MessageList, SystemMessage, ToolMessage, UserMessage, user
 from .models.base import Model, ModelSettings
@@ -139,7 +139,7 @@ def _assemble(
         raise UserError(f"system must be a str, got {type(system).__name__}")
     if type(max_tool_rounds) is not int or max_tool_rounds < 0:
         raise UserError(f"max_tool_rounds must be a non-negative int, got {max_tool_rounds!r}")
-    checked = split_settings(settings)
+    checked = check_settings(settings)
     model_settings = ModelSettings(
         stream=checked.get("stream", True),
         max_tokens=checked.get("max_tokens"),
