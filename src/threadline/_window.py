@@ -16,11 +16,12 @@ Written for speed: one loop, tuples for units, the default token estimate inline
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from ._artifact_names import READ_ARTIFACT, artifact_name
+from .context_budget import ContextReport, ContextSettings, DroppedMessage
 from .messages import (
     INTERRUPTED_TOOL,
     AssistantMessage,
@@ -32,21 +33,11 @@ from .messages import (
     content_for_model,
 )
 
-if TYPE_CHECKING:
-    from .context import ContextReport, ContextSettings
-
-__all__ = ["DroppedMessage", "select_window", "text_of"]
+__all__ = ["select_window", "text_of"]
 
 _encode = msgspec.json.encode
 CACHE_LIMIT = 4096
 _SETTINGS_KEY = object()
-
-
-class DroppedMessage(msgspec.Struct, frozen=True):
-    """A message of the log left out of a request, and why (``budget:max_messages``, ``ui_only``, ``orphan``…)."""
-
-    id: str
-    reason: str
 
 
 def text_of(message: Message) -> str:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._window import DroppedMessage, select_window
+from ._window import select_window
+from .context_budget import ContextReport, ContextSettings, DroppedMessage, estimate_tokens
 from .messages import (
     Message,
     MessageList,
@@ -29,7 +30,7 @@ from .messages import (
 )
 
 if TYPE_CHECKING:
-    from .models.base import Model
+    pass
 
 __all__ = [
     "BuiltContext",
@@ -41,46 +42,6 @@ __all__ = [
     "RunContext",
     "estimate_tokens",
 ]
-
-
-def estimate_tokens(text: str) -> int:
-    """A fast, provider-neutral token estimate: about four characters per token."""
-    return (len(text) + 3) // 4
-
-
-class ContextSettings(msgspec.Struct):
-    """Budgets and policies of the context window.
-
-    Attributes:
-        max_messages: Most messages from the log in one request (the system prefix is not counted).
-        max_chars: Most characters of message content in one request.
-        max_tokens: Most estimated tokens of message content, if set (see ``token_counter``).
-        token_counter: Counts tokens of a text; the default estimates, and the ``local`` model brings its tokenizer.
-        include_tool_results: Send tool results; when False a short placeholder is sent in their place.
-        include_ui_events: Send messages marked ``include_in_context=False`` too.
-        tool_preview_chars: Tool outputs longer than this are sent as a preview plus an artifact URI.
-        summarizer: A model (or model name) that writes a short summary of dropped messages, inserted as a system
-            note; summaries are cached per dropped span.
-    """
-
-    max_messages: int = 80
-    max_chars: int = 120_000
-    max_tokens: int | None = None
-    token_counter: Callable[[str], int] | None = None
-    include_tool_results: bool = True
-    include_ui_events: bool = False
-    tool_preview_chars: int = 2_000
-    summarizer: Model | str | None = None
-
-    def __post_init__(self) -> None:
-        if self.max_messages < 1:
-            raise ValueError("max_messages must be at least 1")
-        if self.max_chars < 1:
-            raise ValueError("max_chars must be at least 1")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise ValueError("max_tokens must be at least 1 (or None)")
-        if self.tool_preview_chars < 1:
-            raise ValueError("tool_preview_chars must be at least 1")
 
 
 class ModePrompts(msgspec.Struct, frozen=True):
@@ -120,67 +81,6 @@ class RunContext(msgspec.Struct, frozen=True):
         if self.step_context:
             out.append(SystemMessage(content=f"STEP_CONTEXT\n{self.step_context}"))
         return out
-
-
-class ContextReport(msgspec.Struct):
-    """What a build kept and dropped.
-
-    Attributes:
-        kept: Ids of log messages in the request, in order.
-        estimated_tokens: Estimated tokens of the whole request, prefix included.
-        chars: Characters of the whole request, prefix included.
-        over_budget: True when the units that must be kept (the latest user message, the newest unit) alone
-            exceed the budget; they are sent anyway.
-        stopped_by: The budget that ended the window (``max_messages``, ``max_chars``, ``max_tokens``), if any.
-        synthetic: Ids of results made up for calls that had none (``interrupted``).
-        artifacts: URIs of tool outputs sent as previews.
-        summary: The summary note inserted for dropped messages, if any.
-        prefix_messages: How many messages at the start of the request were made by the builder (system prefix,
-            run context, summary note), not taken from the log.
-    """
-
-    kept: list[str] = msgspec.field(default_factory=list)
-    estimated_tokens: int = 0
-    chars: int = 0
-    over_budget: bool = False
-    stopped_by: str | None = None
-    synthetic: list[str] = msgspec.field(default_factory=list)
-    artifacts: list[str] = msgspec.field(default_factory=list)
-    summary: str | None = None
-    prefix_messages: int = 0
-    _explicit: list[DroppedMessage] = msgspec.field(default_factory=list)
-    _log: Sequence[Message] | None = None
-    _head: int = 0
-    _cut: int = 0
-
-    @property
-    def dropped(self) -> list[DroppedMessage]:
-        """Every log message not in the request, with its reason (computed on access: listing a long log's
-        untouched head costs time the build itself never spends)."""
-        out: list[DroppedMessage] = []
-        if self._log is not None and self._cut > self._head:
-            reason = f"budget:{self.stopped_by}" if self.stopped_by else "budget"
-            out.extend(DroppedMessage(message.id, reason) for message in self._log[self._head : self._cut])
-        out.extend(self._explicit)
-        return out
-
-    @property
-    def dropped_count(self) -> int:
-        return self._cut - self._head + len(self._explicit)
-
-    def __repr__(self) -> str:
-        # The private fields hold the whole log: never print them.
-        return (
-            f"ContextReport(kept={len(self.kept)} messages, dropped={self.dropped_count}, "
-            f"estimated_tokens={self.estimated_tokens}, chars={self.chars}, over_budget={self.over_budget}, "
-            f"stopped_by={self.stopped_by!r}, synthetic={len(self.synthetic)}, artifacts={self.artifacts!r}, "
-            f"summary={'yes' if self.summary else 'no'})"
-        )
-
-    def dropped_span(self) -> tuple[int, int]:
-        """The index range ``[start, cut)`` of the log's oldest messages left out by the budget (``start`` is past
-        the system messages opening the log, which are always sent)."""
-        return (self._head, self._cut)
 
 
 class BuiltContext(msgspec.Struct):
@@ -282,13 +182,12 @@ class ContextBuilder:
         if run_context is not None:
             head.extend(run_context.messages())
 
-        report = ContextReport(_log=items)
+        report = ContextReport.of_log(items)
         counter = None if count is estimate_tokens else count
         window, opening, cut = select_window(
-            items, settings, counter, conversation_id, artifacts, report, report._explicit, cache
+            items, settings, counter, conversation_id, artifacts, report, report.dropped_apart, cache
         )
-        report._head = opening
-        report._cut = cut
+        report.set_cut(opening, cut)
         if summary and cut > opening:
             head.append(_summary_note(summary))
             report.summary = summary

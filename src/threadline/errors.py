@@ -17,10 +17,7 @@ Provider and driver exceptions never escape: each adapter maps them to one of th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .messages import MessageList
+from typing import Any
 
 __all__ = [
     "CapabilityError",
@@ -59,7 +56,8 @@ class ModelError(ThreadlineError):
             ready to continue from (``generate_text(messages=[*exc.messages, user("go on")])``); None elsewhere.
     """
 
-    messages: MessageList | None = None
+    # A `MessageList`; typed loosely so that errors, the root of every module, import nothing of the log.
+    messages: Any = None
 
     def __init__(
         self,

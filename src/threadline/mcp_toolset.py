@@ -27,7 +27,8 @@ from urllib.parse import urlsplit
 
 from .errors import UserError
 from .mcp_connection import MCPConnection, MCPConnectionError, MCPToolError, ServerListing, safe_url
-from .tools import Tool, ToolArgumentsError, Toolset
+from .tools.tool import Tool, ToolArgumentsError
+from .tools.toolset import Toolset
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult

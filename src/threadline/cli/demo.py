@@ -16,8 +16,8 @@ import click
 
 from ..errors import ThreadlineError
 from ._errors import friendly_errors
-from .logs import open_cli_store, store_option
 from .prompt import TurnInterrupted, TurnPrinter, interrupted, prepare_model, resolve_model, run_printed_turn
+from .store_option import open_cli_store, store_option
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from ._errors import friendly_errors
-from .logs import open_cli_store, store_option
+from .store_option import open_cli_store, store_option
 
 __all__ = ["fork"]
 

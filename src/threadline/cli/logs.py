@@ -6,13 +6,13 @@ Both read the store named by ``--store`` (default: ``THREADLINE_STORE``, else th
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._errors import friendly_errors
+from .store_option import open_cli_store, store_option
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -22,28 +22,6 @@ if TYPE_CHECKING:
     from ..store import PageInfo, Store
 
 __all__ = ["logs", "open_cli_store", "store_option"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def store_option(fn: F) -> F:
-    """The ``--store URL`` option shared by every command that reads or writes the store."""
-    return click.option(
-        "--store",
-        "store_url",
-        envvar="THREADLINE_STORE",
-        default=None,
-        metavar="URL",
-        help="Store URL (sqlite:///file.db, postgresql://…); default: $THREADLINE_STORE, else threadline.db "
-        "in $THREADLINE_HOME or the user data directory.",
-    )(fn)
-
-
-def open_cli_store(url: str | None) -> Store:
-    """Open the store a command was pointed at."""
-    from ..store import open_store
-
-    return open_store(url or None)
 
 
 def _when(value: datetime) -> str:

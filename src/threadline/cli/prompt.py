@@ -21,7 +21,7 @@ import click
 from ..errors import UserError
 from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
 from ._errors import EXIT_USAGE, CommandError, friendly_errors
-from .logs import open_cli_store, store_option
+from .store_option import open_cli_store, store_option
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -15,8 +15,8 @@ import click
 
 from ..toolboxes.pages import PAGES_URL_ENV
 from ._errors import EXIT_USAGE, CommandError, friendly_errors
-from .logs import open_cli_store, store_option
 from .prompt import load_tools
+from .store_option import open_cli_store, store_option
 
 __all__ = ["serve"]
 

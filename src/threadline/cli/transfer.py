@@ -13,7 +13,7 @@ import click
 
 from ..errors import UserError
 from ._errors import friendly_errors
-from .logs import open_cli_store, store_option
+from .store_option import open_cli_store, store_option
 
 __all__ = ["export", "import_"]
 

@@ -18,12 +18,8 @@ import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import ConversationBusy
-
-if TYPE_CHECKING:
-    from .base import Store
 
 __all__ = [
     "FileLease",
@@ -110,11 +106,11 @@ class LocalLeases:
             return conversation_id in self._held
 
 
-_tables: weakref.WeakKeyDictionary[Store, LocalLeases] = weakref.WeakKeyDictionary()
+_tables: weakref.WeakKeyDictionary[object, LocalLeases] = weakref.WeakKeyDictionary()
 _tables_lock = threading.Lock()
 
 
-def local_leases(store: Store) -> LocalLeases:
+def local_leases(store: object) -> LocalLeases:
     """The in-process lease table of a store object (made on first use)."""
     with _tables_lock:
         table = _tables.get(store)

@@ -7,15 +7,24 @@ names the context window hands out (`threadline._artifact_names`), whatever the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .._artifact_names import ARTIFACT_SCHEME, READ_ARTIFACT, is_artifact_name
 from ..tools import Tool
 
-if TYPE_CHECKING:
-    from ..conversation import Conversation
+__all__ = ["MAX_READ", "READ_ARTIFACT", "ArtifactHost", "artifact_reader", "parse_artifact_uri"]
 
-__all__ = ["MAX_READ", "READ_ARTIFACT", "artifact_reader", "parse_artifact_uri"]
+
+class ArtifactHost(Protocol):
+    """The conversation whose artifacts ``read_artifact`` reads; a `Conversation` is one."""
+
+    @property
+    def id(self) -> str: ...
+
+    def read_artifact(self, name: str, offset: int = 0, limit: int | None = None) -> str:
+        """Up to ``limit`` characters of an artifact from ``offset``."""
+        ...
+
 
 MAX_READ = 20_000
 
@@ -43,7 +52,7 @@ def parse_artifact_uri(uri: str, conversation_id: str) -> str:
     return name
 
 
-def artifact_reader(conversation: Conversation) -> Tool:
+def artifact_reader(conversation: ArtifactHost) -> Tool:
     """The ``read_artifact`` tool bound to one conversation."""
 
     def read_artifact(uri: str, offset: int = 0, limit: int = 4000) -> str:

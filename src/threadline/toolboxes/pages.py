@@ -19,8 +19,8 @@ from ..errors import UserError
 from ..tools import Tool, Toolset
 
 if TYPE_CHECKING:
-    from ..conversation import Conversation
     from ..store.base import Store
+    from ..tools import ToolHost
 
 __all__ = ["DEFAULT_PAGES_URL", "PAGES_INSTRUCTIONS", "PAGES_URL_ENV", "PAGE_LIMITS", "Pages", "page_url"]
 
@@ -80,10 +80,10 @@ class Pages(Toolset):
         self.store = store
         self.base_url = base_url or os.environ.get(PAGES_URL_ENV) or DEFAULT_PAGES_URL
         # One bound toolset per conversation, made once and dropped with the conversation.
-        self._bound: weakref.WeakKeyDictionary[Conversation, Toolset] = weakref.WeakKeyDictionary()
+        self._bound: weakref.WeakKeyDictionary[ToolHost, Toolset] = weakref.WeakKeyDictionary()
         super().__init__([self._generate_ui_tool(None)], name="Pages", instructions=PAGES_INSTRUCTIONS)
 
-    def bind(self, conversation: Conversation) -> Toolset:
+    def bind(self, conversation: ToolHost) -> Toolset:
         """The toolset for one conversation: its pages are saved under ``conversation.id``."""
         bound = self._bound.get(conversation)
         if bound is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from .execution import CANCEL_GRACE, describe_exception, encode_result, execute_tool_call
 from .resolution import DynamicTools, ResolvedTools, ToolLike, dynamic_tools, is_dynamic_provider, resolve_tools
 from .tool import Tool, ToolArgumentsError, as_tool, tool
-from .toolset import Toolset
+from .toolset import ToolHost, Toolset
 
 __all__ = [
     "CANCEL_GRACE",
@@ -24,6 +24,7 @@ __all__ = [
     "ResolvedTools",
     "Tool",
     "ToolArgumentsError",
+    "ToolHost",
     "ToolLike",
     "Toolset",
     "as_tool",

@@ -7,16 +7,13 @@ import contextlib
 import inspect
 import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 import msgspec
 
 from ..models.base import ToolSpec
 from .tool import Tool, as_tool
-from .toolset import Toolset
-
-if TYPE_CHECKING:
-    from ..conversation import Conversation
+from .toolset import ToolHost, Toolset
 
 __all__ = ["DynamicTools", "ResolvedTools", "ToolLike", "dynamic_tools", "is_dynamic_provider", "resolve_tools"]
 
@@ -24,10 +21,10 @@ __all__ = ["DynamicTools", "ResolvedTools", "ToolLike", "dynamic_tools", "is_dyn
 class DynamicTools(msgspec.Struct, frozen=True):
     """Tools computed per request from the conversation (see `dynamic_tools`)."""
 
-    provider: Callable[[Conversation], Any]
+    provider: Callable[[Any], Any]  # called with the `Conversation` the request is for
 
 
-def dynamic_tools(provider: Callable[[Conversation], Any]) -> DynamicTools:
+def dynamic_tools(provider: Callable[[Any], Any]) -> DynamicTools:
     """Mark ``provider(conversation) -> tools`` to be evaluated before every model request.
 
     A callable whose only parameter is annotated ``Conversation`` is recognised without this marker.
@@ -83,7 +80,7 @@ class ResolvedTools(msgspec.Struct):
     tools: dict[str, Tool] = msgspec.field(default_factory=dict)
     instructions: list[str] = msgspec.field(default_factory=list)
 
-    def add(self, item: Any, conversation: Conversation | None) -> None:
+    def add(self, item: Any, conversation: ToolHost | None) -> None:
         if isinstance(item, Tool):  # the usual case (the builder turns functions into Tools), checked first
             self.tools[item.name] = item
         elif isinstance(item, Toolset):
@@ -95,7 +92,7 @@ class ResolvedTools(msgspec.Struct):
                 self.instructions.append(item.instructions)
         elif is_dynamic_provider(item):
             provider = item.provider if isinstance(item, DynamicTools) else item
-            produced = provider(conversation)  # type: ignore[arg-type]
+            produced = provider(conversation)
             if produced is None:
                 return
             if isinstance(produced, (Toolset, Tool)) or callable(produced):
@@ -110,7 +107,7 @@ class ResolvedTools(msgspec.Struct):
         return [item.spec() for item in self.tools.values()]
 
 
-def resolve_tools(items: Iterable[Any], conversation: Conversation | None = None) -> ResolvedTools:
+def resolve_tools(items: Iterable[Any], conversation: ToolHost | None = None) -> ResolvedTools:
     """Flatten functions, Tools, Toolsets and dynamic providers into the tools of one request (later names win)."""
     resolved = ResolvedTools()
     for item in items:

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .tool import Tool, as_tool
 
 if TYPE_CHECKING:
-    from ..conversation import Conversation
     from ..mcp_toolset import MCPToolset
 
-__all__ = ["Toolset"]
+__all__ = ["ToolHost", "Toolset"]
+
+
+class ToolHost(Protocol):
+    """What a toolset may know of the conversation it is offered to (`Toolset.bind`); a `Conversation` is one."""
+
+    @property
+    def id(self) -> str:
+        """The conversation's id (what a toolset keeps its own records under)."""
+        ...
 
 
 class Toolset:
@@ -53,7 +61,7 @@ class Toolset:
         """The real names of the tools, in order."""
         return [item.name for item in self._tools]
 
-    def bind(self, conversation: Conversation) -> Toolset:
+    def bind(self, conversation: ToolHost) -> Toolset:
         """The toolset as offered to one conversation (called each time its tools are resolved for a request).
 
         The default is the toolset itself. A toolset whose tools act on behalf of the conversation they serve
