@@ -42,12 +42,12 @@ _SETTINGS_KEY = object()
 
 def text_of(message: Message) -> str:
     """What the budget counts of a message: its text, plus each tool call's name and JSON arguments."""
-    if type(message) is AssistantMessage:
+    if isinstance(message, AssistantMessage):
         text = message.content or ""
         for call in message.tool_calls:
             text += call.name + (call.raw_arguments if call.raw_arguments is not None else _args_text(call))
         return text
-    return message.content  # type: ignore[return-value]
+    return message.content
 
 
 def _args_text(call: ToolCall) -> str:
@@ -91,7 +91,7 @@ def select_window(
     latest_user = len(items) - 1
     while latest_user >= 0:
         candidate = items[latest_user]
-        if type(candidate) is UserMessage and (include_ui or candidate.meta.include_in_context):
+        if isinstance(candidate, UserMessage) and (include_ui or candidate.meta.include_in_context):
             text = candidate.content
             used_messages, used_chars = 1, len(text)
             used_tokens = (count(text) if count is not None else (len(text) + 3) // 4) + 4
@@ -103,7 +103,7 @@ def select_window(
     size = len(items)
     head: list[Message] = []
     head_end = 0
-    while head_end < size and type(items[head_end]) is SystemMessage:
+    while head_end < size and isinstance(items[head_end], SystemMessage):
         opening = items[head_end]
         if include_ui or opening.meta.include_in_context:
             text = opening.content  # type: ignore[assignment]  # a SystemMessage: always text
@@ -284,7 +284,7 @@ def _tool_group(
     while j >= 0:
         candidate = items[j]
         visible = include_ui or candidate.meta.include_in_context
-        if type(candidate) is ToolMessage:
+        if isinstance(candidate, ToolMessage):
             if visible:
                 results.append(candidate)
             else:
@@ -295,7 +295,7 @@ def _tool_group(
             explicit.append(DroppedMessage(candidate.id, "ui_only"))
             j -= 1
             continue
-        if type(candidate) is SystemMessage and results:
+        if isinstance(candidate, SystemMessage) and results:
             if interleaved is None:
                 interleaved = []
                 after_system, newest_system = len(results), j
@@ -304,7 +304,7 @@ def _tool_group(
             continue
         break
     owner = items[j] if j >= 0 else None
-    if type(owner) is not AssistantMessage or not owner.tool_calls:
+    if not isinstance(owner, AssistantMessage) or not owner.tool_calls:
         if interleaved:
             # Only the results after the newest system message are orphans; the walk goes on from that message.
             explicit.extend(DroppedMessage(result.id, "orphan") for result in results[:after_system])

@@ -395,7 +395,7 @@ class TextStream:
             async def drive() -> None:
                 try:
                     async for message in run_turn(conversation, options, result):
-                        if type(message) is AssistantMessage:
+                        if isinstance(message, AssistantMessage):
                             rounds.ended(bool(message.tool_calls))
                 finally:
                     queue.put_nowait(None)

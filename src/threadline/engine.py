@@ -146,7 +146,7 @@ class TurnResult(msgspec.Struct):
     def text(self) -> str | None:
         """The content of the turn's last assistant message."""
         for message in reversed(self.new_messages):
-            if type(message) is AssistantMessage:
+            if isinstance(message, AssistantMessage):
                 return message.content
         return None
 
@@ -262,7 +262,7 @@ def pending_calls_before(messages: MessageList, message: Message) -> list[ToolCa
     A user or assistant message may not follow unanswered calls (the protocol of `MessageList.validate`); system and
     tool messages may.
     """
-    if type(message) is UserMessage or type(message) is AssistantMessage:
+    if isinstance(message, UserMessage) or isinstance(message, AssistantMessage):
         return messages.pending_tool_calls()
     return []
 
@@ -305,14 +305,14 @@ async def _call_model(
     response: ModelResponse | None = None
     try:
         async for event in model.stream(request):
-            if type(event) is TextDelta:
+            if isinstance(event, TextDelta):
                 text = event.text
-                if type(text) is not str:
+                if not isinstance(text, str):
                     raise _invalid(model, f"streamed a text piece that is a {type(text).__name__}, not a str")
                 parts.append(text)
                 if on_text is not None:
                     on_text(text)
-            elif type(event) is ModelResponse or isinstance(event, ModelResponse):
+            elif isinstance(event, ModelResponse):
                 response = event
             else:
                 raise _invalid(model, f"streamed a {type(event).__name__}; a model yields TextDelta and ModelResponse")
@@ -367,18 +367,19 @@ def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
     calls = response.tool_calls
     usage = response.usage
     name = response.model
+    # Token counts are exactly ints: a bool is an int to isinstance, but not a count.
     usage_ok = usage is None or (
-        type(usage) is Usage and type(usage.input_tokens) is int and type(usage.output_tokens) is int
+        isinstance(usage, Usage) and type(usage.input_tokens) is int and type(usage.output_tokens) is int
     )
-    name_ok = name is None or type(name) is str
-    if content is not None and type(content) is not str:
+    name_ok = name is None or isinstance(name, str)
+    if content is not None and not isinstance(content, str):
         raise ModelError(
             f"model {model_name!r} returned content that is a {type(content).__name__}, not a str",
             type="invalid_response",
         )
-    if type(calls) is list and not calls and usage_ok and name_ok:
+    if isinstance(calls, list) and not calls and usage_ok and name_ok:
         return response  # the usual answer: nothing to check further
-    if type(calls) is not list:
+    if not isinstance(calls, list):
         if not isinstance(calls, (list, tuple)):
             raise ModelError(
                 f"model {model_name!r} returned tool_calls that is a {type(calls).__name__}, not a list",
@@ -404,27 +405,27 @@ def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
 
 
 def _checked_call(call: Any, index: int, model_name: str) -> ToolCall:
-    if type(call) is not ToolCall:
+    if not isinstance(call, ToolCall):
         raise ModelError(
             f"model {model_name!r} returned tool call {index} as a {type(call).__name__}, not a ToolCall",
             type="invalid_response",
         )
-    if type(call.id) is not str:
+    if not isinstance(call.id, str):
         raise ModelError(
             f"model {model_name!r} returned tool call {index} with an id that is a {type(call.id).__name__}, not a str",
             type="invalid_response",
         )
-    if type(call.name) is not str or not call.name:
+    if not isinstance(call.name, str) or not call.name:
         raise ModelError(
             f"model {model_name!r} returned tool call {index} without a tool name", type="invalid_response"
         )
     arguments = call.arguments
     raw = call.raw_arguments
-    if raw is not None and type(raw) is not str:
+    if raw is not None and not isinstance(raw, str):
         raw = _as_text(raw)
     if arguments is None:
         arguments = {}
-    if type(arguments) is not dict or not _json_object(arguments):
+    if not isinstance(arguments, dict) or not _json_object(arguments):
         arguments, raw = {}, raw if raw is not None else _as_text(arguments)
     if arguments is call.arguments and raw is call.raw_arguments:
         return call
@@ -434,7 +435,7 @@ def _checked_call(call: Any, index: int, model_name: str) -> ToolCall:
 def _json_object(arguments: dict[Any, Any]) -> bool:
     """Whether a dict is a JSON object the log can hold: string keys, values JSON can write."""
     for key in arguments:
-        if type(key) is not str:
+        if not isinstance(key, str):
             return False
     if not arguments:
         return True
@@ -460,7 +461,7 @@ def _as_text(value: Any) -> str:
 
 
 def _text_or_empty(value: Any) -> str:
-    return value if type(value) is str else ""
+    return value if isinstance(value, str) else ""
 
 
 def _invalid(model: Model, problem: str) -> ModelError:

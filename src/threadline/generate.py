@@ -64,7 +64,10 @@ class GenerateHost:
         self._builder = ContextBuilder(_WHOLE_LOG, ModePrompts(chat=request.system_text(), tool_policy="", banner=""))
         self._window_cache: dict[Any, Any] = {}
         self._call_ids = {
-            call.id for message in request.messages if type(message) is AssistantMessage for call in message.tool_calls
+            call.id
+            for message in request.messages
+            if isinstance(message, AssistantMessage)
+            for call in message.tool_calls
         }
         self._sent: list[Message] = []
         self._started = 0.0
@@ -77,7 +80,7 @@ class GenerateHost:
         if store is None:
             return
         self.conversation_id = self.conversation_id or new_id()
-        title = next((m.content for m in self.messages if type(m) is UserMessage and m.content.strip()), None)
+        title = next((m.content for m in self.messages if isinstance(m, UserMessage) and m.content.strip()), None)
         if title is not None:
             title = " ".join(title.split())
             title = title if len(title) <= 80 else title[:79] + "…"

@@ -100,7 +100,7 @@ def find_tool_result(messages: Iterable[Message], tool_name: str) -> ToolMessage
     """
     items = list(messages)
     for message in reversed(items):
-        if type(message) is ToolMessage and message.tool_name == tool_name:
+        if isinstance(message, ToolMessage) and message.tool_name == tool_name:
             return message
     return None
 
@@ -168,11 +168,11 @@ def result_from_cache(value: Any, messages: MessageList, request_hash: str) -> G
         for item in value["steps"]:
             at = item["at"]
             response = new[at]
-            if type(response) is not AssistantMessage:
+            if not isinstance(response, AssistantMessage):
                 return None
             results = []
             for message in new[at + 1 :]:
-                if type(message) is not ToolMessage:
+                if not isinstance(message, ToolMessage):
                     break
                 results.append(message)
             sent = [kept[index] for index in item["prefix"]]

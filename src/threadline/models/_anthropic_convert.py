@@ -106,20 +106,20 @@ def build_request(
     leading = True
     history_tools: list[str] = []
     for message in request.messages:
-        if type(message) is SystemMessage:
+        if isinstance(message, SystemMessage):
             if leading:
                 system.append(message.content)
             else:
                 add("user", {"type": "text", "text": f"<system>\n{message.content}\n</system>"})
             continue
         leading = False
-        if type(message) is UserMessage:
+        if isinstance(message, UserMessage):
             for attachment in message.attachments:
                 if attachment.kind == "image":
                     add("user", _image_block(attachment))
             if message.content:
                 add("user", {"type": "text", "text": message.content})
-        elif type(message) is AssistantMessage:
+        elif isinstance(message, AssistantMessage):
             text = content_for_model(message)
             if text:
                 add("assistant", {"type": "text", "text": text})
@@ -132,7 +132,7 @@ def build_request(
                     "assistant",
                     {"type": "tool_use", "id": wire_id(call.id), "name": name, "input": call.arguments},
                 )
-        elif type(message) is ToolMessage:
+        elif isinstance(message, ToolMessage):
             block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": wire_id(message.tool_call_id),
@@ -337,8 +337,8 @@ def parse_message(data: bytes | str, context: WireContext) -> ModelResponse:
         if block.type == "text" and block.text:
             texts.append(block.text)
         elif block.type == "tool_use":
-            arguments = block.input if type(block.input) is dict else {}
-            raw = None if type(block.input) is dict or block.input is None else _encode(block.input).decode("utf-8")
+            arguments = block.input if isinstance(block.input, dict) else {}
+            raw = None if isinstance(block.input, dict) or block.input is None else _encode(block.input).decode("utf-8")
             uses.append((block.id, block.name or "", arguments, raw))
     return _response(texts, uses, message.stop_reason, _usage(message.usage), context)
 

@@ -127,9 +127,9 @@ def build_request(
     messages: list[dict[str, Any]] = []
     append = messages.append
     for message in request.messages:
-        if type(message) is UserMessage:
+        if isinstance(message, UserMessage):
             append({"role": "user", "content": _user_content(message)})
-        elif type(message) is AssistantMessage:
+        elif isinstance(message, AssistantMessage):
             content = content_for_model(message)
             calls = message.tool_calls
             if not calls:
@@ -150,7 +150,7 @@ def build_request(
                     ],
                 }
             )
-        elif type(message) is ToolMessage:
+        elif isinstance(message, ToolMessage):
             append(
                 {
                     "role": "tool",
@@ -158,7 +158,7 @@ def build_request(
                     "content": message.content,
                 }
             )
-        elif type(message) is SystemMessage:
+        elif isinstance(message, SystemMessage):
             append({"role": system_role, "content": message.content})
 
     body: dict[str, Any] = {"model": model, "messages": messages}

@@ -111,7 +111,7 @@ def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
         value = _json_decode(text)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return {}, text
-    if type(value) is dict:
+    if isinstance(value, dict):
         return value, None
     return {}, text
 
@@ -154,7 +154,7 @@ def _no_data(attachment: Attachment) -> str:
 def check_images(messages: Iterable[Message]) -> None:
     """Refuse, before anything is sent, image attachments a provider cannot be given."""
     for message in messages:
-        if type(message) is not UserMessage:
+        if not isinstance(message, UserMessage):
             continue
         for attachment in message.attachments:
             if attachment.kind != "image":
@@ -197,7 +197,7 @@ def data_url(attachment: Attachment) -> str:
 
 def plain(value: Mapping[str, Any]) -> dict[str, Any]:
     """A mapping as a plain ``dict`` (msgspec encodes only real dicts)."""
-    return value if type(value) is dict else dict(value)
+    return value if isinstance(value, dict) else dict(value)
 
 
 def check_tool_choice(request: ModelRequest) -> None:

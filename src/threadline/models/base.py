@@ -183,5 +183,5 @@ def check_capabilities(name: str, caps: ModelCapabilities, request: ModelRequest
 
 def _has_images(messages: Iterable[Message]) -> bool:
     return any(
-        type(message) is UserMessage and any(a.kind == "image" for a in message.attachments) for message in messages
+        isinstance(message, UserMessage) and any(a.kind == "image" for a in message.attachments) for message in messages
     )

@@ -103,11 +103,11 @@ def _forks_of(store: Store, cid: str) -> tuple[dict[str, Any], list[Any]]:
 def _extend_to_group(store: Store, cid: str, page: MessagePage) -> MessagePage:
     """Make a part start with a whole tool group: while it starts with tool results, read back to their call."""
     messages, seqs, has_older = list(page.messages), list(page.seqs), page.has_older
-    while messages and type(messages[0]) is ToolMessage and has_older:
+    while messages and isinstance(messages[0], ToolMessage) and has_older:
         more = store.read_tail(cid, 8, before=seqs[0])
         if not more.messages:
             break
-        starts = [i for i, message in enumerate(more.messages) if type(message) is not ToolMessage]
+        starts = [i for i, message in enumerate(more.messages) if not isinstance(message, ToolMessage)]
         start = starts[-1] if starts else 0
         messages[:0], seqs[:0] = more.messages[start:], more.seqs[start:]
         has_older = start > 0 or more.has_older
@@ -441,11 +441,11 @@ def _request_rows(messages: Sequence[Message], prefix: int) -> list[dict[str, An
     rows = []
     for index, message in enumerate(messages):
         row: dict[str, Any] = {"role": message.role, "made": index < prefix, "calls": [], "label": message.role}
-        if type(message) is ToolMessage:
+        if isinstance(message, ToolMessage):
             row["label"] = f"tool result for {message.tool_name} ({message.tool_call_id})"
             row["label"] += " · error" if message.is_error else ""
             row["text"] = message.content
-        elif type(message) is AssistantMessage:
+        elif isinstance(message, AssistantMessage):
             row["text"] = content_for_model(message)
             for call in message.tool_calls:
                 arguments = (

@@ -123,11 +123,11 @@ class Item:
 
     @property
     def model(self) -> str | None:
-        return self.message.model if type(self.message) is AssistantMessage else None
+        return self.message.model if isinstance(self.message, AssistantMessage) else None
 
     @property
     def usage(self) -> Usage | None:
-        return self.message.usage if type(self.message) is AssistantMessage else None
+        return self.message.usage if isinstance(self.message, AssistantMessage) else None
 
 
 def _cut(text: str | None) -> tuple[str | None, int]:
@@ -210,20 +210,20 @@ def _badges(message: Message) -> list[tuple[str, str]]:
 def _item(message: Message, seq: int) -> Item:
     item = Item(message=message, seq=seq, kind=message.role, badges=_badges(message))
     item.ui_only = not message.meta.include_in_context
-    if type(message) is UserMessage:
+    if isinstance(message, UserMessage):
         item.text, item.cut = _cut(message.content)
         item.attachments = [
             f"{a.kind}: {a.name or a.ref or a.url or a.media_type or 'attachment'}" for a in message.attachments
         ]
-    elif type(message) is SystemMessage:
+    elif isinstance(message, SystemMessage):
         item.text, item.cut = _cut(message.content)
-    elif type(message) is AssistantMessage:
+    elif isinstance(message, AssistantMessage):
         item.text, item.cut = _cut(message.content)
         if message.error is not None:
             item.kind = "failure"
             item.error = message.error
         item.tools = [tool_view(call, None) for call in message.tool_calls]
-    elif type(message) is ToolMessage:
+    elif isinstance(message, ToolMessage):
         item.standalone = tool_view(None, message)
     return item
 
@@ -236,7 +236,7 @@ def build_items(
     items: list[Item] = []
     groups: dict[str, ToolView] = {}
     for message, seq in zip(messages, seqs, strict=True):
-        if type(message) is ToolMessage:
+        if isinstance(message, ToolMessage):
             group = groups.get(message.tool_call_id)
             if group is not None and group.result_id is None:
                 finished = tool_view(None, message)
@@ -246,9 +246,9 @@ def build_items(
         item = _item(message, seq)
         if forks:
             item.forks = list(forks.get(message.id, ()))
-        if type(message) is AssistantMessage:
+        if isinstance(message, AssistantMessage):
             groups = {view.call_id: view for view in item.tools}
-        elif type(message) is UserMessage:
+        elif isinstance(message, UserMessage):
             groups = {}
         items.append(item)
     return items
