@@ -320,7 +320,7 @@ class PromptBuilder:
                 pass
             text = result.text or ""
             try:
-                data = pydantic_json(_strip_fences(text))
+                data = _parse_json(_strip_fences(text))
                 if wrapped:
                     if not isinstance(data, dict) or "result" not in data:
                         raise ValueError("expected an object with a 'result' field")
@@ -461,7 +461,7 @@ def _strip_fences(text: str) -> str:
     return match.group("body") if match else text.strip()
 
 
-def pydantic_json(text: str) -> Any:
+def _parse_json(text: str) -> Any:
     """Parse JSON text (raises ValueError with a short reason)."""
     import json
 

@@ -318,7 +318,7 @@ def test_retry_after_forms() -> None:
 
     import httpx
 
-    from threadline.models._http import _retry_after
+    from threadline.models._transport import _retry_after
 
     assert _retry_after(httpx.Headers({"retry-after": "3"})) == 3.0
     assert _retry_after(httpx.Headers({"retry-after-ms": "250", "retry-after": "3"})) == 0.25

@@ -37,7 +37,7 @@ from ..messages import (
     UserMessage,
     content_for_model,
 )
-from ._wire import (
+from ._convert_common import (
     FINAL_TOOL_DESCRIPTION,
     IdMap,
     StreamReader,

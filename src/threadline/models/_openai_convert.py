@@ -22,7 +22,7 @@ import msgspec
 
 from ..errors import CapabilityError, ModelError
 from ..messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage, content_for_model
-from ._wire import (
+from ._convert_common import (
     FINAL_TOOL_DESCRIPTION,
     IdMap,
     StreamReader,

@@ -1,8 +1,8 @@
 """`AnthropicModel`: the Anthropic Messages API.
 
 Configured by ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` (default ``https://api.anthropic.com``), or per model
-in code. Translation lives in `_anthropic_convert`, the transport and error mapping in `_http`, what both HTTP
-adapters share in `_adapter`; this module only says how Anthropic differs.
+in code. Translation lives in `_anthropic_convert`, the transport and error mapping in `_transport`, what both HTTP
+adapters share in `_http_model`; this module only says how Anthropic differs.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
-from ._adapter import HTTPModel
 from ._anthropic_convert import MessageStream, build_request, parse_message
+from ._http_model import HTTPModel
 from .profiles import anthropic_profile
 
 if TYPE_CHECKING:
-    from ._adapter import Translation
+    from ._http_model import Translation
     from .base import ModelRequest
     from .profiles import ModelProfile
 

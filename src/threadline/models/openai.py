@@ -3,7 +3,7 @@
 Configured by ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``), and by
 ``THREADLINE_OPENAI_SERVER`` for servers that differ from OpenAI's API in what they do with tools (see
 `threadline.models.profiles.server_options`), or per model in code. Translation lives in `_openai_convert`, the
-transport and error mapping in `_http`, what both HTTP adapters share in `_adapter`; this module only says how
+transport and error mapping in `_transport`, what both HTTP adapters share in `_http_model`; this module only says how
 OpenAI differs.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._adapter import HTTPModel
+from ._http_model import HTTPModel
 from ._openai_convert import ChatStream, build_request, parse_completion, plan_tools
 from .profiles import openai_profile
 
 if TYPE_CHECKING:
-    from ._adapter import Translation
+    from ._http_model import Translation
     from .base import ModelRequest
     from .profiles import ModelProfile
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, ClassVar
 import msgspec
 
 from ..errors import UserError
-from ._http import Endpoint, mask_secrets
-from ._wire import check_images, check_tool_choice
+from ._convert_common import check_images, check_tool_choice
+from ._transport import Endpoint, mask_secrets
 from .base import Model, ModelCapabilities, ModelEvent, ModelRequest, check_capabilities
 from .profiles import ModelProfile
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # only annotations use it: building the alias at import time 
     from collections.abc import Callable
     from typing import Any, TypeAlias
 
-    from ._http import StreamDecoder
+    from ._transport import StreamDecoder
     from .base import ModelResponse
 
     Translation: TypeAlias = tuple[dict[str, Any], Callable[[bytes], ModelResponse], Callable[[], StreamDecoder]]
