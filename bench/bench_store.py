@@ -2,7 +2,7 @@
 
 - write + read back 10,000 messages through `SQLiteStore` (one ``append``, one ``load``) vs raw ``sqlite3``
   ``executemany`` + ``SELECT`` of the same JSON payloads (already encoded: the floor does no serialization at all),
-  same file settings (WAL, synchronous=NORMAL) — target ≤ 1.2×; also against the same raw calls made by hand from the
+  same file settings (WAL, synchronous=NORMAL) — target ≤ 1.5× (DESIGN §10); also against the same raw calls made by hand from the
   message objects (msgspec encode before the insert, msgspec decode after the select), which is what the store does
   plus its ordering and idempotency;
 - durable appends, one message per transaction (how the turn engine writes): SQLite from one writer — target
@@ -190,7 +190,7 @@ def main() -> None:
     rows = [
         ["SQLite write+read 10k msgs: store (ms)", store_s * 1000, "", ""],
         ["SQLite write+read 10k msgs: raw sqlite3 floor (ms)", floor_s * 1000, "", ""],
-        ["  ratio store / raw", ratio, "<= 1.2x", ratio <= 1.2],
+        ["  ratio store / raw", ratio, "<= 1.5x", ratio <= 1.5],
         ["SQLite write+read 10k msgs: by hand, with msgspec encode/decode (ms)", hand_s * 1000, "", ""],
         ["  ratio store / by hand", store_s / hand_s, "", ""],
         ["SQLite durable appends, 1 msg/tx, 1 writer (msg/s)", sqlite_rate, ">= 2,000", sqlite_rate >= 2000],
@@ -218,7 +218,7 @@ def main() -> None:
             "sqlite_list_10k_ms": sqlite_list,
             "postgres_list_10k_ms": pg_list,
             "targets_met": {
-                "roundtrip_ratio_le_1_2": ratio <= 1.2,
+                "roundtrip_ratio_le_1_5": ratio <= 1.5,
                 "sqlite_appends_ge_2000": sqlite_rate >= 2000,
                 "postgres_appends_ge_1000": pg_rate >= 1000,
             },
