@@ -46,13 +46,10 @@ from ..errors import StoreError, UserError
 from ..messages import Message, MessageList
 from ..serialization import decode_message, decode_messages, encode_message
 from ._common import (
-    CONVERSATION_COLUMNS,
-    PAGE_COLUMNS,
     check_artifact,
     check_page,
     check_slice,
     conversation_exists,
-    conversation_from_row,
     decode_json,
     different_message,
     distinct_messages,
@@ -63,7 +60,6 @@ from ._common import (
     missing_conversation,
     missing_message,
     missing_page,
-    page_from_row,
     redact_url,
     same_stored,
     store_closed,
@@ -71,6 +67,7 @@ from ._common import (
     unique_messages,
 )
 from ._search import conversation_figures, fork_end, postgres_query, query_words, search_text, snippet
+from ._sql_rows import CONVERSATION_COLUMNS, PAGE_COLUMNS, conversation_from_row, page_from_row
 from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo, Store
 from .leases import Lease, appended_behind, local_leases
 from .migrations import MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, MigrationState, pending_migrations

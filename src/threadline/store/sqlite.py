@@ -33,13 +33,10 @@ from ..errors import StoreError
 from ..messages import Message, MessageList
 from ..serialization import decode_message, decode_messages, encode_message
 from ._common import (
-    CONVERSATION_COLUMNS,
-    PAGE_COLUMNS,
     check_artifact,
     check_metadata,
     check_slice,
     conversation_exists,
-    conversation_from_row,
     decode_json,
     different_message,
     distinct_messages,
@@ -53,7 +50,6 @@ from ._common import (
     missing_page,
     new_page,
     now,
-    page_from_row,
     parse_ts,
     same_stored,
     slice_text,
@@ -62,6 +58,7 @@ from ._common import (
     unique_messages,
 )
 from ._search import conversation_figures, fork_end, query_words, search_text, snippet, sqlite_query
+from ._sql_rows import CONVERSATION_COLUMNS, PAGE_COLUMNS, conversation_from_row, page_from_row
 from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo, Store
 from .leases import Lease, appended_behind, try_file_lease
 from .migrations import MIGRATIONS_TABLE, SQLITE_MIGRATIONS, MigrationState, pending_migrations
