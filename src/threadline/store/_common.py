@@ -1,6 +1,7 @@
-"""Helpers every backend shares: timestamps, JSON values, argument checks, row mapping, error texts, URL redaction.
+"""Helpers every backend shares: timestamps, JSON values, argument checks, error texts, URL redaction.
 
-Everything here is pure (no I/O), so each backend keeps only what is really its own: its SQL and its transactions.
+Everything here is pure (no I/O), so each backend keeps only what is really its own: its SQL and its transactions
+(what the two SQL backends build from their rows is in `threadline.store._sql_rows`).
 Text a store keeps outside messages (titles, modes, metadata, artifacts, pages, cache values) follows the log's rule
 here, as messages do in their constructors: lone surrogates become U+FFFD (see `threadline._text`), so no write
 fails on text that no database can hold.
@@ -9,7 +10,7 @@ fails on text that no database can hold.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -21,18 +22,15 @@ from .._text import replace_surrogates, replace_surrogates_in
 from ..errors import MessageListDeserializationError, StoreError
 from ..messages import Message, UserMessage
 from ..serialization import decode_message
-from .base import ConversationInfo, PageInfo
+from .base import PageInfo
 
 __all__ = [
-    "CONVERSATION_COLUMNS",
-    "PAGE_COLUMNS",
     "check_artifact",
     "check_artifact_name",
     "check_metadata",
     "check_page",
     "check_slice",
     "conversation_exists",
-    "conversation_from_row",
     "decode_json",
     "different_message",
     "distinct_messages",
@@ -46,7 +44,6 @@ __all__ = [
     "missing_page",
     "new_page",
     "now",
-    "page_from_row",
     "parse_ts",
     "redact_url",
     "same_stored",
@@ -56,10 +53,6 @@ __all__ = [
     "title_of",
     "unique_messages",
 ]
-
-# The columns, in order, of the rows `conversation_from_row` and `page_from_row` read (the SQL backends select them).
-CONVERSATION_COLUMNS = ("id", "title", "created_at", "updated_at", "message_count", "active_mode", "metadata")
-PAGE_COLUMNS = ("id", "conversation_id", "title", "html", "css", "js", "created_at")
 
 # Limits of `Pages.generate_ui` (DESIGN §3); the store refuses anything larger so a page row stays bounded.
 PAGE_LIMITS = {"html": 50_000, "css": 20_000, "js": 30_000}
@@ -182,37 +175,6 @@ def new_page(title: str, html: str, css: str, js: str, conversation_id: str | No
     title, html, css, js = check_page(title, html, css, js)
     return PageInfo(
         id=new_id(), conversation_id=conversation_id, title=title, html=html, css=css, js=js, created_at=now()
-    )
-
-
-def conversation_from_row(row: Sequence[Any], to_time: Callable[[Any], datetime]) -> ConversationInfo:
-    """A conversation from a row of `CONVERSATION_COLUMNS` (metadata as JSON text or bytes).
-
-    Args:
-        row: The selected values, in the order of `CONVERSATION_COLUMNS`.
-        to_time: Turns the backend's stored timestamp into an aware UTC datetime.
-    """
-    return ConversationInfo(
-        id=row[0],
-        title=row[1],
-        created_at=to_time(row[2]),
-        updated_at=to_time(row[3]),
-        message_count=row[4],
-        active_mode=row[5],
-        metadata=decode_json(row[6]),
-    )
-
-
-def page_from_row(row: Sequence[Any], to_time: Callable[[Any], datetime]) -> PageInfo:
-    """A page from a row of `PAGE_COLUMNS`; ``to_time`` as in `conversation_from_row`."""
-    return PageInfo(
-        id=row[0],
-        conversation_id=row[1],
-        title=row[2],
-        html=row[3],
-        css=row[4],
-        js=row[5],
-        created_at=to_time(row[6]),
     )
 
 

@@ -1,0 +1,190 @@
+"""A PostgreSQL database as `PostgresStore` uses it: the URL, the connection pool, transactions, error mapping and
+migrations.
+
+psycopg 3 and psycopg-pool are imported when a `PostgresDatabase` is made, never at import, so ``import threadline``
+never pays for the driver.
+
+Tables live in the schema named by ``?schema=NAME`` in the URL (created if missing), else in the connection's default
+schema; every statement names them with `PostgresDatabase.prefix`. Migrations run under a transaction-scoped advisory
+lock, so hosts starting together migrate once.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..errors import StoreError, UserError
+from ._common import invalid_text, redact_url, store_closed, store_text
+from .migrations import MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, MigrationState, pending_migrations
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresDatabase", "first_line", "postgres_text", "split_url", "utc"]
+
+_SCHEMA = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_OWN_PARAMETERS = ("schema", "pool_min", "pool_max")
+
+
+def split_url(url: str) -> tuple[str, dict[str, str]]:
+    """Separate our own query parameters (``schema``, ``pool_min``, ``pool_max``) from the libpq connection
+    string."""
+    parts = urlsplit(url)
+    ours: dict[str, str] = {}
+    theirs: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        (ours.__setitem__(key, value) if key in _OWN_PARAMETERS else theirs.append((key, value)))
+    scheme = "postgresql" if parts.scheme == "postgres" else parts.scheme
+    return urlunsplit((scheme, parts.netloc, parts.path, urlencode(theirs), parts.fragment)), ours
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's text (the driver's errors run on with detail and hints), or its type's name."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def utc(value: datetime) -> datetime:
+    """A timestamp the server gave, in UTC."""
+    return value.astimezone(UTC)
+
+
+def postgres_text(value: str | None) -> str | None:
+    """Text under the log's rule (lone surrogates become U+FFFD); and PostgreSQL text cannot hold NUL characters
+    (messages are JSON bytes and are unaffected): titles, pages and artifacts get U+FFFD in their place too,
+    instead of failing the turn that saves them."""
+    value = store_text(value)
+    return value.replace("\x00", "\ufffd") if value is not None and "\x00" in value else value
+
+
+class PostgresDatabase:
+    """The connection pool of one PostgreSQL database (schema) and the transactions made on it.
+
+    Opening it connects once to apply pending migrations, then opens the pool.
+
+    Args:
+        url: ``postgresql://user:password@host:port/dbname`` with optional ``?schema=NAME``, ``pool_min=N``,
+            ``pool_max=N`` (other parameters go to libpq).
+        connect_timeout: Seconds to wait for the first connection.
+
+    Attributes:
+        url: The URL with any password replaced (for messages).
+        schema: The schema of the tables, or None for the connection's default.
+        prefix: What table names are qualified with (``"schema".`` or nothing).
+        conninfo: The libpq connection string.
+        driver: The ``psycopg`` module.
+
+    Raises:
+        UserError: if the ``postgres`` extra is not installed or the URL is malformed.
+        StoreError: if the server cannot be reached or its schema is newer than this code knows.
+    """
+
+    def __init__(self, url: str, *, connect_timeout: float) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError:  # pragma: no cover - depends on the install
+            raise UserError("PostgreSQL needs the 'postgres' extra: pip install 'threadline[postgres]'") from None
+        self.url = redact_url(url)
+        conninfo, ours = split_url(url)
+        schema = ours.get("schema")
+        if schema is not None and not _SCHEMA.match(schema):
+            raise UserError(f"invalid schema name {schema!r} in {self.url}: use letters, digits and '_'")
+        self.schema = schema
+        self.prefix = f'"{schema}".' if schema else ""
+        try:
+            pool_min = int(ours.get("pool_min", "1"))
+            pool_max = int(ours.get("pool_max", "8"))
+        except ValueError:
+            raise UserError(f"pool_min and pool_max must be integers in {self.url}") from None
+        self.driver = psycopg
+        self.conninfo = conninfo
+        self.connect_timeout = connect_timeout
+        try:
+            first = psycopg.connect(conninfo, connect_timeout=max(1, round(connect_timeout)))
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL at {self.url}: {first_line(exc)}") from None
+        try:
+            with self.errors():
+                self._migrate(first)
+        finally:
+            first.close()
+        self._pool = ConnectionPool(
+            conninfo, min_size=max(0, pool_min), max_size=max(1, pool_max, pool_min), open=False, name="threadline"
+        )
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout)
+        except Exception as exc:
+            self._pool.close()
+            raise StoreError(f"cannot open a connection pool to {self.url}: {first_line(exc)}") from None
+        self.closed = False
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """Turn what the driver raises inside the block into a `StoreError` naming the database."""
+        try:
+            yield
+        except self.driver.Error as exc:
+            raise StoreError(f"{self.url}: {first_line(exc)}") from None
+        except UnicodeEncodeError:
+            # Stored text follows the log's rule before it gets here; what is left is a key (an id) to look up.
+            raise StoreError(f"{self.url}: {invalid_text()}") from None
+
+    @contextmanager
+    def tx(self) -> Iterator[psycopg.Cursor[Any]]:
+        """A cursor in one transaction: committed when the block ends, rolled back if it raises."""
+        if self.closed:
+            raise store_closed(self.url)
+        with self.errors(), self._pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
+            yield cursor
+
+    def one(self, sql: str, args: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        """The first row one statement gives (in a transaction of its own), or None."""
+        with self.tx() as cursor:
+            cursor.execute(sql, args)
+            return cursor.fetchone()
+
+    def all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """Every row one statement gives (in a transaction of its own)."""
+        with self.tx() as cursor:
+            cursor.execute(sql, args)
+            return cursor.fetchall()
+
+    def close(self) -> None:
+        """Close the connection pool; later calls raise `StoreError`."""
+        if not self.closed:
+            self.closed = True
+            self._pool.close()
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        p = self.prefix
+        with conn.transaction(), conn.cursor() as cursor:
+            # Hosts starting together serialize here; the lock ends with the transaction.
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (zlib.crc32(f"threadline:{self.schema}".encode()),))
+            if self.schema:
+                cursor.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {p}{MIGRATIONS_TABLE} "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            cursor.execute(f"SELECT version, name FROM {p}{MIGRATIONS_TABLE} ORDER BY version")
+            state = MigrationState.from_rows(cursor.fetchall())
+            for version, migration in pending_migrations(state, POSTGRES_MIGRATIONS, self.url):
+                for statement in migration.sql(p):
+                    cursor.execute(statement)
+                if migration.backfill is not None:
+                    migration.backfill(cursor, p)
+                cursor.execute(
+                    f"INSERT INTO {p}{MIGRATIONS_TABLE} (version, name) VALUES (%s, %s)", (version, migration.name)
+                )
+
+    def schema_version(self) -> int:
+        """The number of migrations applied to this database (schema)."""
+        row = self.one(f"SELECT max(version) FROM {self.prefix}{MIGRATIONS_TABLE}")
+        return int(row[0] or 0) if row else 0
