@@ -461,6 +461,34 @@ class Conversation(ConversationContext):
     def __aiter__(self) -> AsyncIterator[Message]:
         return self.run()
 
+    def run_sync(self, on_message: Callable[[Message], Any] | None = None, **overrides: Any) -> TurnResult:
+        """`run` for synchronous code: run one turn with the armed settings and return how it ended.
+
+        Ctrl-C cancels the turn: the model call in progress is logged as a failure of type ``interrupted`` with the
+        text it had streamed, and only then is ``KeyboardInterrupt`` raised (a second Ctrl-C raises at once).
+
+        Args:
+            on_message: Called with each new message as it is recorded (tool calls, tool results, the answer).
+            **overrides: Fields of `TurnOptions`, e.g. ``on_text=`` to see the answer's text as it streams.
+
+        Raises:
+            ConversationBusy: if another turn did not end within ``config.busy_timeout``.
+            ModelError: when a model call failed (the failure is in the log first).
+            KeyboardInterrupt: after Ctrl-C, once the turn has recorded where it stopped.
+            RuntimeError: inside a running event loop (iterate `run` with ``async for`` there).
+        """
+        from ._sync import run_sync
+
+        result = TurnResult()
+
+        async def drive() -> None:
+            async for message in self.run(result=result, **overrides):
+                if on_message is not None:
+                    on_message(message)
+
+        run_sync(drive())
+        return result
+
     def resolve_tools(self) -> ResolvedTools:
         """The tools of the next request: the config's (dynamic ones evaluated now) and those of mentioned objects."""
         resolved = resolve_tools(self.config.tools, self)
