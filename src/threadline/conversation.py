@@ -6,42 +6,40 @@ returns a builder that refers to this same conversation.
 
 A conversation is the engine's `TurnHost` (`threadline.engine`): the engine reads its log, records into it, and asks
 it for the model, the tools and the context of each request. Recording writes through: the store first, then the
-log in memory, so the two never diverge. One turn runs at a time (`acquire`, `hold`; `threadline._turn_gate`).
+log in memory, so the two never diverge. One turn runs at a time (`acquire`, `hold`; the lock is
+`threadline.turn_lock`). How the context of each request is built, and the artifacts it refers to, is
+`threadline.conversation_context`.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._artifact_names import artifact_uri
 from ._ids import new_id
 from ._log_index import LogIndex
-from ._summary import summary_of_span
-from ._turn_gate import GateState, Lease, TurnGate, wait_for_lease, wait_for_lease_async
-from .context import BuiltContext, ContextBuilder, ContextSettings
 from .conversation_config import CONFIG_FIELDS, ConversationConfig, check_settings, own_config, own_value
+from .conversation_context import ConversationContext
 from .engine import TurnOptions, TurnResult, pending_calls_before, repair_pending, run_turn
-from .errors import ConversationBusy, StoreError, UserError
+from .errors import StoreError, UserError
+from .mentions import Mentions
 from .messages import MODES, AssistantMessage, Message, MessageList, MessageMeta, ToolMessage, UserMessage
 from .models.base import Model, ModelSettings
-from .tools import ResolvedTools, Tool, Toolset, resolve_tools
+from .tools import ResolvedTools, resolve_tools
+from .turn_lock import TurnHold, TurnLock, append_checks_count
 
 if TYPE_CHECKING:
     from .builder import PromptBuilder
     from .store.base import Store
 
-_default_context = ContextBuilder()
-
 __all__ = ["Conversation", "ConversationConfig", "TurnHold", "check_settings"]
 
 
-class Conversation:
+class Conversation(ConversationContext):
     """A conversation: its log, its config, and optionally a store that keeps every message as it happens.
 
     It is the `TurnHost` of the engine (`threadline.engine`): turns read its log and record into it.
@@ -70,18 +68,11 @@ class Conversation:
         self.id: str = id or new_id()
         self.store = store
         self.last_turn: TurnResult | None = None
-        self._armed: dict[str, Any] = {}
-        self._attached: dict[str, Any] = {}
-        self._mentions: dict[str, None] = {}
-        self._mention_tools: dict[str, tuple[Any, Toolset]] = {}
-        self._artifacts: dict[str, str] = {}
-        self._saved_artifacts: set[str] = set()
-        self._artifact_tool: Tool | None = None
-        self._memory_cache: dict[str, Any] = {}
+        self._next_turn_settings: dict[str, Any] = {}  # what `arm` set; the next turn uses them up
+        self._mentions = Mentions()
         self._index: LogIndex | None = None
-        self._window_cache: dict[Any, Any] = {}
-        self._gate: TurnGate | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._lock: TurnLock | None = None  # made on first use (`_turn_lock`)
+        self._init_context()
         self._stored = 0  # how many messages of the log the store holds (memory is a prefix of the store)
         self._in_store = False
         self._untitled = False  # stored without a title yet: the first user message names it
@@ -101,7 +92,7 @@ class Conversation:
         else:
             self.messages = MessageList(messages or ())
         for message in self.messages:
-            self._note_mentions(message)
+            self._mentions.note(message)
         if self._in_store:
             self._stored = len(self.messages)
         elif store is not None and len(self.messages):
@@ -154,7 +145,7 @@ class Conversation:
             while cut < len(items) and type(items[cut]) is ToolMessage:
                 cut += 1
         forked = Conversation(MessageList(items[:cut]), config)
-        forked._attached.update(self._attached)
+        forked._mentions.objects.update(self._mentions.objects)
         return forked
 
     @property
@@ -183,9 +174,7 @@ class Conversation:
 
     def attach(self, ref: str, obj: Any) -> None:
         """Bind a live object to a mention ``ref`` (e.g. after a reload); its tools are offered from now on."""
-        self._attached[ref] = obj
-        self._mentions.setdefault(ref, None)
-        self._mention_tools.pop(ref, None)  # the tools made for the object it replaces would keep that object alive
+        self._mentions.attach(ref, obj)
 
     def set_store(self, store: Store) -> None:
         """Keep this conversation in ``store`` from now on: its log so far is written there at once.
@@ -215,12 +204,13 @@ class Conversation:
             UserError: for a message whose id is already in the log.
             StoreError: if the store failed (the messages before are kept; this one and later ones are not).
         """
-        previous = self._enter_sync(..., None)
+        lock = self._turn_lock()
+        previous = lock.enter_sync(self, ..., None, self._catch_up)
         try:
             for message in messages:
                 self.record(message)
         finally:
-            self._turn_gate().release("armed" if previous == "armed" else "free")
+            lock.leave(keep_reserved=previous == "armed")  # a reservation made before stays
 
     def record(self, message: Message) -> None:
         """Keep one new message: persist it first (when there is a store), then append it to the log.
@@ -251,7 +241,7 @@ class Conversation:
         store = self.store
         if store is not None:
             self._ensure_stored()
-            if _checks_count(store):
+            if append_checks_count(store):
                 store.append(self.id, (message,), expected_count=self._stored)
             else:
                 store.append(self.id, (message,))
@@ -259,7 +249,7 @@ class Conversation:
         messages.append(message)
         index.add(message)
         if kind is UserMessage:
-            self._note_mentions(message)
+            self._mentions.note(message)
             if store is not None and self._untitled and message.content.strip():  # type: ignore[union-attr]
                 # The row was made before any user message (e.g. to keep the mode): title it now.
                 store.update_metadata(self.id, title=self._title())
@@ -299,14 +289,6 @@ class Conversation:
                 return text if len(text) <= 80 else text[:79] + "…"
         return None
 
-    def _note_mentions(self, message: Message) -> None:
-        if type(message) is UserMessage and message.attachments:
-            for attachment in message.attachments:
-                if attachment.kind == "mention" and attachment.ref:
-                    self._mentions.setdefault(attachment.ref, None)
-                    if attachment.object is not None:
-                        self._attached[attachment.ref] = attachment.object
-
     @property
     def text(self) -> str | None:
         """The content of the last assistant message."""
@@ -322,7 +304,7 @@ class Conversation:
         on_wait: Callable[[], Any] | None = None,
         *,
         reserve: bool = False,
-    ) -> TurnHold:
+    ) -> TurnHold[Conversation]:
         """Hold this conversation for a block of work: ``with conversation.hold(): …`` or ``async with …``.
 
         Inside the block no other turn, `add` or writer of another process gets in: record with `record` and run
@@ -340,7 +322,7 @@ class Conversation:
             ConversationBusy: if the wait ran out, or ``with`` was used inside a running event loop and would have
                 had to wait (use ``async with`` there).
         """
-        return TurnHold(self, max_wait, on_wait, reserve)
+        return TurnHold(self, self._turn_lock(), self._catch_up, max_wait, on_wait, reserve)
 
     def acquire(self, max_wait: float | EllipsisType | None = ..., on_wait: Callable[[], Any] | None = None) -> None:
         """Reserve this conversation for its next turn, waiting (in this thread) while another turn holds it.
@@ -370,89 +352,16 @@ class Conversation:
     def release(self) -> None:
         """Give up a reservation (`acquire`, ``prompt_conversation``) whose turn will not run. Does nothing while a
         turn runs, or when nothing is reserved."""
-        gate = self._turn_gate()
-        if gate.state == "armed" and gate.try_claim() is not None:
-            gate.release("free")
+        self._turn_lock().release_reservation()
 
-    def _turn_gate(self) -> TurnGate:
-        gate = self._gate
-        if gate is None:
-            with _gate_lock:  # two threads must not make two gates
-                gate = self._gate
-                if gate is None:
-                    gate = self._gate = TurnGate()
-        return gate
-
-    def _timeout(self, max_wait: float | EllipsisType | None) -> float | None:
-        return self.config.busy_timeout if isinstance(max_wait, EllipsisType) else max_wait
-
-    def _enter_sync(self, max_wait: float | EllipsisType | None, on_wait: Callable[[], Any] | None) -> GateState:
-        """Hold the gate (and the store's lease) from synchronous code; returns the gate's previous state."""
-        from ._sync import in_event_loop
-
-        gate = self._turn_gate()
-        seconds = self._timeout(max_wait)
-        previous = gate.try_claim()
-        if previous is None:
-            if in_event_loop():
-                raise ConversationBusy(
-                    f"conversation {self.id} is running a turn; a synchronous call inside an event loop cannot wait "
-                    "for it (await the turn, or use prompt_async()/acquire_async(), which wait)"
-                )
-            previous = gate.claim(seconds, f"conversation {self.id}", on_wait)
-            on_wait = None  # said once
-        try:
-            if self.store is not None and gate.lease is None:
-                store = self.store
-                what = f"conversation {self.id}"
-                lease: Lease | None
-                if in_event_loop():
-                    lease = store.try_lease(self.id)
-                    if lease is None:
-                        raise ConversationBusy(
-                            f"{what} is held by another writer; a synchronous call inside an event loop cannot wait "
-                            "for it (use acquire_async() or prompt_async(), which wait)"
-                        )
-                else:
-                    lease = wait_for_lease(lambda: store.try_lease(self.id), what, seconds, on_wait)
-                self._adopt_lease(lease)
-        except BaseException:
-            gate.release("armed" if previous == "armed" else "free")
-            raise
-        return previous
-
-    async def _enter_async(self, max_wait: float | EllipsisType | None, on_wait: Callable[[], Any] | None) -> GateState:
-        """Hold the gate (and the store's lease) from async code; returns the gate's previous state."""
-        gate = self._turn_gate()
-        seconds = self._timeout(max_wait)
-        previous = await gate.claim_async(seconds, f"conversation {self.id}", on_wait)
-        try:
-            if self.store is not None and gate.lease is None:
-                store = self.store
-                said = previous == "busy"  # handed over by a turn this caller waited for: it was told already
-                lease = await wait_for_lease_async(
-                    lambda: store.try_lease(self.id), f"conversation {self.id}", seconds, None if said else on_wait
-                )
-                self._adopt_lease(lease)
-        except BaseException:
-            gate.release("armed" if previous == "armed" else "free")
-            raise
-        return previous
-
-    def _leave(self, previous: GateState, reserve: bool, failed: bool) -> None:
-        """Stop holding the gate: reserved for the next turn (a reservation that succeeded, or one that was there
-        before a block that failed), else free."""
-        keep = reserve and (not failed or previous == "armed")
-        self._turn_gate().release("armed" if keep else "free")
-
-    def _adopt_lease(self, lease: Lease) -> None:
-        """Keep a fresh lease with the gate, then read what other writers appended since this log was loaded."""
-        gate = self._turn_gate()
-        gate.lease = lease
-        if self._finalizer is None:
-            # A conversation dropped while it holds a lease (armed, never run) must not keep other writers out.
-            self._finalizer = weakref.finalize(self, _drop_lease, gate)
-        self._catch_up()
+    def _turn_lock(self) -> TurnLock:
+        lock = self._lock
+        if lock is None:
+            with _lock_creation:  # two threads must not make two locks
+                lock = self._lock
+                if lock is None:
+                    lock = self._lock = TurnLock()
+        return lock
 
     def _catch_up(self) -> None:
         """Append to the log what other writers stored while this conversation did not hold the lease (memory is
@@ -474,7 +383,7 @@ class Conversation:
             )
         for message in stored[known:]:
             self.messages.append(message)
-            self._note_mentions(message)
+            self._mentions.note(message)
         self._stored = len(stored)
 
     # -- turns ------------------------------------------------------------------------------------------------
@@ -500,7 +409,7 @@ class Conversation:
         Raises:
             UserError: for an unknown setting.
         """
-        self._armed = check_settings(settings)
+        self._next_turn_settings = check_settings(settings)
 
     def message_meta(self) -> MessageMeta | None:
         """The meta new messages are tagged with: the conversation's mode (None when no mode is set)."""
@@ -511,7 +420,7 @@ class Conversation:
         """The options of the next turn: the config, the armed settings (used up by this call), then
         ``overrides`` (fields of `TurnOptions`)."""
         config = self.config
-        armed, self._armed = self._armed, {}
+        armed, self._next_turn_settings = self._next_turn_settings, {}
         extras = dict(config.extras)
         extras.update(armed.get("extras", {}))
         settings = ModelSettings(
@@ -552,162 +461,52 @@ class Conversation:
     def __aiter__(self) -> AsyncIterator[Message]:
         return self.run()
 
+    def run_sync(self, on_message: Callable[[Message], Any] | None = None, **overrides: Any) -> TurnResult:
+        """`run` for synchronous code: run one turn with the armed settings and return how it ended.
+
+        Ctrl-C cancels the turn: the model call in progress is logged as a failure of type ``interrupted`` with the
+        text it had streamed, and only then is ``KeyboardInterrupt`` raised (a second Ctrl-C raises at once).
+
+        Args:
+            on_message: Called with each new message as it is recorded (tool calls, tool results, the answer).
+            **overrides: Fields of `TurnOptions`, e.g. ``on_text=`` to see the answer's text as it streams.
+
+        Raises:
+            ConversationBusy: if another turn did not end within ``config.busy_timeout``.
+            ModelError: when a model call failed (the failure is in the log first).
+            KeyboardInterrupt: after Ctrl-C, once the turn has recorded where it stopped.
+            RuntimeError: inside a running event loop (iterate `run` with ``async for`` there).
+        """
+        from ._sync import run_sync
+
+        result = TurnResult()
+
+        async def drive() -> None:
+            async for message in self.run(result=result, **overrides):
+                if on_message is not None:
+                    on_message(message)
+
+        run_sync(drive())
+        return result
+
     def resolve_tools(self) -> ResolvedTools:
         """The tools of the next request: the config's (dynamic ones evaluated now) and those of mentioned objects."""
         resolved = resolve_tools(self.config.tools, self)
-        for ref in self._mentions:
-            obj = self._attached.get(ref)
-            if obj is None:
-                continue
-            cached = self._mention_tools.get(ref)
-            if cached is None or cached[0] is not obj:
-                toolset = Toolset.from_object(obj)
-                if any(name in resolved.tools for name in toolset.names()):
-                    toolset = Toolset.from_object(obj, name=ref)
-                cached = (obj, toolset)
-                self._mention_tools[ref] = cached
-            resolved.add(cached[1], self)
+        self._mentions.add_tools(resolved, self)
         return resolved
-
-    def _context_builder(self) -> ContextBuilder:
-        context = self.config.context
-        if context is None:
-            return _default_context
-        if isinstance(context, ContextSettings):
-            builder = ContextBuilder(settings=context)
-            self.config.context = builder
-            return builder
-        return context
-
-    def build_context(self, mode: str | None = None, run_context: Any = None) -> BuiltContext:
-        """The request the next turn would send (without a summary note), and its report; changes nothing but
-        saving large tool outputs as artifacts. Used by ``threadline logs show ID --context``."""
-        return self._build(self.resolve_tools(), mode or self.config.mode, run_context, cache=None)
-
-    def _build(
-        self, tools: ResolvedTools, mode: str | None, run_context: Any, cache: dict[Any, Any] | None
-    ) -> BuiltContext:
-        builder = self._context_builder()
-        counter = None
-        if builder.settings.max_tokens is not None and builder.settings.token_counter is None:
-            counter = getattr(self.resolve_model(), "count_tokens", None)
-        return builder.build(
-            self.messages,
-            mode,
-            self.config.persona,
-            run_context,
-            tools,
-            artifacts=self._save_artifact,
-            conversation_id=self.id,
-            token_counter=counter,
-            cache=cache,
-        )
-
-    async def build_request_context(self, tools: ResolvedTools, run_context: Any = None) -> BuiltContext:
-        """The messages of the next request (`TurnHost`): the context builder's window of the log, with a summary
-        of what it dropped when a summarizer is configured."""
-        builder = self._context_builder()
-        built = self._build(tools, self.config.mode, run_context, self._window_cache)
-        if builder.settings.summarizer is not None:
-            start, cut = built.report.dropped_span()
-            if cut > start:
-                summary = await summary_of_span(
-                    self.messages, start, cut, self.id, builder.settings.summarizer, self._cache_get, self._cache_put
-                )
-                if summary:
-                    builder.add_summary(built, summary)
-        return built
-
-    def _cache_get(self, key: str) -> Any:
-        if self.store is not None:
-            return self.store.cache_get(key)
-        return self._memory_cache.get(key)
-
-    def _cache_put(self, key: str, value: Any) -> None:
-        if self.store is not None:
-            self.store.cache_put(key, value)
-        else:
-            self._memory_cache[key] = value
-
-    # -- artifacts --------------------------------------------------------------------------------------------
-    def _save_artifact(self, name: str, content: str) -> str:
-        if name not in self._saved_artifacts:
-            if self.store is not None:
-                self._ensure_stored()
-                self.store.save_artifact(self.id, name, content)
-            else:
-                self._artifacts[name] = content
-            self._saved_artifacts.add(name)
-        return artifact_uri(self.id, name)
-
-    def read_artifact(self, name: str, offset: int = 0, limit: int | None = None) -> str:
-        """Read an artifact of this conversation (a full tool output saved by the context builder).
-
-        Raises:
-            StoreError: if there is no such artifact.
-        """
-        if offset < 0 or (limit is not None and limit < 0):
-            raise ValueError("offset and limit must not be negative")
-        if self.store is not None:
-            return self.store.read_artifact(self.id, name, offset, limit)
-        if name not in self._artifacts:
-            raise StoreError(f"no artifact {name!r} in conversation {self.id}")
-        text = self._artifacts[name]
-        return text[offset:] if limit is None else text[offset : offset + limit]
-
-    def artifact_reader(self) -> Tool:
-        """The ``read_artifact`` tool bound to this conversation (`TurnHost`)."""
-        if self._artifact_tool is None:
-            from .toolboxes.artifacts import artifact_reader
-
-            self._artifact_tool = artifact_reader(self)
-        return self._artifact_tool
 
     def __repr__(self) -> str:
         return f"<Conversation {self.id} ({len(self.messages)} messages)>"
 
 
-class TurnHold:
-    """What `Conversation.hold` returns: a context manager for ``with`` (synchronous code) and ``async with``."""
-
-    __slots__ = ("_conversation", "_max_wait", "_on_wait", "_previous", "_reserve")
-
-    def __init__(
-        self,
-        conversation: Conversation,
-        max_wait: float | EllipsisType | None,
-        on_wait: Callable[[], Any] | None,
-        reserve: bool,
-    ) -> None:
-        self._conversation = conversation
-        self._max_wait = max_wait
-        self._on_wait = on_wait
-        self._reserve = reserve
-        self._previous: GateState = "free"
-
-    def __enter__(self) -> Conversation:
-        self._previous = self._conversation._enter_sync(self._max_wait, self._on_wait)
-        return self._conversation
-
-    def __exit__(self, exc_type: object, *exc: object) -> None:
-        self._conversation._leave(self._previous, self._reserve, exc_type is not None)
-
-    async def __aenter__(self) -> Conversation:
-        self._previous = await self._conversation._enter_async(self._max_wait, self._on_wait)
-        return self._conversation
-
-    async def __aexit__(self, exc_type: object, *exc: object) -> None:
-        self._conversation._leave(self._previous, self._reserve, exc_type is not None)
-
-
-class _TurnStart(TurnHold):
+class _TurnStart(TurnHold["Conversation"]):
     """The hold of a turn run by `Conversation.run`: it also makes the turn's result the conversation's
     ``last_turn`` once the turn has the conversation."""
 
     __slots__ = ("_result",)
 
     def __init__(self, conversation: Conversation, result: TurnResult) -> None:
-        super().__init__(conversation, ..., None, False)
+        super().__init__(conversation, conversation._turn_lock(), conversation._catch_up, ..., None, False)
         self._result = result
 
     async def __aenter__(self) -> Conversation:
@@ -716,27 +515,4 @@ class _TurnStart(TurnHold):
         return conversation
 
 
-_gate_lock = threading.Lock()
-_count_checked: dict[type, bool] = {}
-
-
-def _drop_lease(gate: TurnGate) -> None:
-    """Release the lease of a conversation that was dropped while holding it (armed, never run)."""
-    lease, gate.lease = gate.lease, None
-    if lease is not None:
-        lease.release()
-
-
-def _checks_count(store: Store) -> bool:
-    """Whether the store's ``append`` takes ``expected_count`` (stores written before it existed do not: they are
-    called without it and rely on the lease alone)."""
-    kind = type(store)
-    known = _count_checked.get(kind)
-    if known is None:
-        import inspect
-
-        parameters = inspect.signature(kind.append).parameters.values()
-        known = _count_checked[kind] = any(
-            p.name == "expected_count" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
-        )
-    return known
+_lock_creation = threading.Lock()

@@ -1,0 +1,165 @@
+"""Showing a turn as it happens: `TurnPrinter` (answer text streamed, each tool call with its result in one box,
+failures as a red line), `run_printed_turn`, and what a command says after Ctrl-C (`TurnInterrupted`,
+`interrupted`, exit code 130)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
+from ._errors import CommandError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..conversation import Conversation
+    from ..engine import TurnResult
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "TurnInterrupted",
+    "TurnPrinter",
+    "interrupted",
+    "run_printed_turn",
+    "stderr_console",
+    "stdout_writer",
+]
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program stopped by Ctrl-C
+
+
+class TurnPrinter:
+    """Shows one turn while it runs: answer text streamed through ``write``, each tool call with its result in one
+    box on ``events`` (printed once every result of that assistant message is in), failures as a red line.
+
+    Args:
+        write: Where answer text goes, piece by piece (it should flush).
+        events: The console for tool boxes and failures.
+        label: Printed before each streamed answer (e.g. ``"assistant › "``).
+    """
+
+    def __init__(
+        self,
+        write: Callable[[str], Any],
+        events: Console,
+        *,
+        label: str = "",
+    ) -> None:
+        self.write = write
+        self.events = events
+        self.label = label
+        self._in_text = False
+        self._streamed = False
+        self._pending: list[ToolCall] = []
+        self._results: dict[str, ToolMessage] = {}
+
+    def on_text(self, piece: str) -> None:
+        """A piece of the answer being streamed."""
+        if not self._in_text:
+            self._in_text = True
+            if self.label:
+                self.write(self.label)
+        self._streamed = True
+        self.write(piece)
+
+    def on_message(self, message: Message) -> None:
+        """A message the turn recorded."""
+        if isinstance(message, AssistantMessage):
+            if not self._streamed and message.content and message.error is None:
+                self.on_text(message.content)  # the model did not stream it
+            self._end_text()
+            self._streamed = False
+            if message.error is not None:
+                self.events.print(f"[bold red]failed:[/] {message.error.type}: {message.error.message}", markup=True)
+            self._flush_tools()
+            self._pending = list(message.tool_calls)
+            self._results = {}
+        elif isinstance(message, ToolMessage):
+            self._results[message.tool_call_id] = message
+            if all(call.id in self._results for call in self._pending):
+                self._flush_tools()
+
+    def finish(self) -> None:
+        """The turn is over (or failed): close the answer line and show calls still waiting for a result."""
+        self._end_text()
+        self._flush_tools()
+
+    def _end_text(self) -> None:
+        if self._in_text:
+            self.write("\n")
+            self._in_text = False
+
+    def _flush_tools(self) -> None:
+        if not self._pending:
+            return
+        from ._render import tool_group
+
+        for call in self._pending:
+            self.events.print(tool_group(call, self._results.get(call.id)))
+        self._pending = []
+        self._results = {}
+
+
+class TurnInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a turn of ``conversation``; what the turn produced, the partial answer included, is in its log.
+
+    A `KeyboardInterrupt`, so code that does not look for it still stops as for any Ctrl-C.
+    """
+
+    def __init__(self, conversation: Conversation) -> None:
+        super().__init__()
+        self.conversation = conversation
+
+
+def run_printed_turn(conversation: Conversation, printer: TurnPrinter) -> TurnResult:
+    """Run the conversation's armed turn, showing it through ``printer``; return how the turn ended.
+
+    Ctrl-C cancels the turn (`Conversation.run_sync`): the model call in progress is logged as a failure of type
+    ``interrupted`` with the text it had streamed, then `TurnInterrupted` is raised.
+
+    Raises:
+        ModelError: when a model call fails (the failure is in the log first).
+        TurnInterrupted: after Ctrl-C, once the turn has recorded where it stopped.
+    """
+    try:
+        return conversation.run_sync(printer.on_message, on_text=printer.on_text)
+    except KeyboardInterrupt:
+        raise TurnInterrupted(conversation) from None
+    finally:
+        printer.finish()
+
+
+def interrupted(conversation: Conversation | None, continue_with: str) -> CommandError:
+    """The one line a command ends with after Ctrl-C (exit code 130), saying where the conversation is kept.
+
+    Args:
+        conversation: The interrupted conversation (None: nothing was kept yet).
+        continue_with: The command that continues it, with ``{id}`` for its id.
+    """
+    if conversation is None or conversation.store is None or not len(conversation.messages):
+        return CommandError("interrupted", EXIT_INTERRUPTED)
+    hint = continue_with.format(id=conversation.id)
+    return CommandError(
+        f"interrupted; conversation {conversation.id} keeps everything up to here (continue with: {hint})",
+        EXIT_INTERRUPTED,
+    )
+
+
+def stdout_writer() -> Callable[[str], None]:
+    """Write answer text to stdout as it comes (flushed, so a pipe sees it at once)."""
+    stream = sys.stdout
+
+    def write(text: str) -> None:
+        stream.write(text)
+        stream.flush()
+
+    return write
+
+
+def stderr_console() -> Console:
+    """The console for tool calls, progress and failures (stderr, so stdout carries only the answer)."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
