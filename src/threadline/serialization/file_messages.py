@@ -33,7 +33,16 @@ from ..messages import (
     UserMessage,
     content_for_model,
 )
-from .fields import FieldError, at_position, first_field, iso_timestamp, kind_name, parse_timestamp, result_text
+from .fields import (
+    READ_ERRORS,
+    FieldError,
+    first_field,
+    iso_timestamp,
+    kind_name,
+    parse_timestamp,
+    positioned,
+    result_text,
+)
 from .native import load_data
 from .openai_chat import image_attachment, wire_tool_call
 
@@ -301,10 +310,13 @@ def messages_from_file_data(data: Any) -> list[Message]:
         raise MessageListDeserializationError(f"expected a list of messages, got {kind_name(data)}")
     out: list[Message] = []
     names: dict[str, str] = {}
-    for position, item in enumerate(data):
-        with at_position(position):
+    position = 0
+    try:
+        for position, item in enumerate(data):  # noqa: B007 - the except below names the message by it
             message = _message(item, names)
-        if isinstance(message, AssistantMessage):
-            names.update((call.id, call.name) for call in message.tool_calls)
-        out.append(message)
+            if isinstance(message, AssistantMessage):
+                names.update((call.id, call.name) for call in message.tool_calls)
+            out.append(message)
+    except READ_ERRORS as exc:
+        raise positioned(exc, position) from None
     return out

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import MessageListDeserializationError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
-from .fields import at_position, kind_name, required_field, result_text
+from .fields import READ_ERRORS, kind_name, positioned, required_field, result_text
 
 __all__ = ["read_fluent_v1"]
 
@@ -28,9 +28,12 @@ def read_fluent_v1(items: Any) -> list[Message]:
             f"field 'messages' must be a list, got {kind_name(items)}", field="messages"
         )
     out: list[Message] = []
-    for position, item in enumerate(items):
-        with at_position(position):
+    position = 0
+    try:
+        for position, item in enumerate(items):
             _read_item(item, position, out)
+    except READ_ERRORS as exc:
+        raise positioned(exc, position) from None
     return out
 
 

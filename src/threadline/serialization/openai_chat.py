@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import MessageListDeserializationError
 from ..messages import AssistantMessage, Attachment, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
-from .fields import at_position, kind_name, required_field
+from .fields import READ_ERRORS, kind_name, positioned, required_field
 
 __all__ = ["image_attachment", "read_openai_chat", "wire_tool_call"]
 
@@ -27,8 +27,9 @@ def read_openai_chat(items: list[Any]) -> list[Message]:
     """
     out: list[Message] = []
     names: dict[str, str] = {}
-    for position, item in enumerate(items):
-        with at_position(position):
+    position = 0
+    try:
+        for position, item in enumerate(items):
             if not isinstance(item, Mapping):
                 raise MessageListDeserializationError(
                     f"messages[{position}]: expected an object, got {kind_name(item)}", position=position
@@ -58,6 +59,8 @@ def read_openai_chat(items: list[Any]) -> list[Message]:
                 raise MessageListDeserializationError(
                     f"messages[{position}].role: unknown role {role!r}", position=position, field="role"
                 )
+    except READ_ERRORS as exc:
+        raise positioned(exc, position) from None
     return out
 
 
