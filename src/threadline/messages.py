@@ -494,13 +494,13 @@ class MessageList:
     # Serialization: implemented in threadline.serialization, which owns the wire forms and their versions.
     def to_dict(self) -> dict[str, Any]:
         """``{"version": "2.0", "messages": [...]}`` with JSON-ready values."""
-        from .serialization import dump_dict
+        from .serialization.native import dump_dict
 
         return dump_dict(self._items)
 
     def to_json(self) -> str:
         """The version ``"2.0"`` JSON text."""
-        from .serialization import dump_json
+        from .serialization.native import dump_json
 
         return dump_json(self._items).decode("utf-8")
 
@@ -511,7 +511,7 @@ class MessageList:
         Raises:
             MessageListDeserializationError: naming the offending position and field; nothing partial is returned.
         """
-        from .serialization import load_data
+        from .serialization.native import load_data
 
         return cls.unchecked(load_data(data))
 
@@ -522,7 +522,7 @@ class MessageList:
         Raises:
             MessageListDeserializationError: for broken JSON or any malformed content.
         """
-        from .serialization import load_json
+        from .serialization.native import load_json
 
         return cls.unchecked(load_json(text))
 

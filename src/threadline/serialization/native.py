@@ -1,0 +1,236 @@
+"""The native versioned form of the log: one message as stored bytes, a whole log as a ``{"version", "messages"}``
+document (dict or JSON), and `load_json` / `load_data`, which read it and hand older and foreign formats to their
+readers (`threadline.serialization.fluent_v1`, `threadline.serialization.openai_chat`).
+
+Versions of the threadline format (``{"version": ..., "messages": [...]}``):
+
+- ``"2.0"``: the four message kinds tagged by ``role``; tool calls on assistant messages; tool results as
+  ``role: "tool"``; failures as assistant messages with ``error``; ``meta`` omitted when default.
+
+Every reader either returns a whole log or raises `MessageListDeserializationError` naming the position and field.
+What a reader returns can always be written back: text follows the log's rule (lone surrogates become U+FFFD, see
+`threadline._text`), times are in UTC, values nest at most `threadline._text.MAX_NESTING` deep, and no two messages
+share an id (stores key messages by id, so a duplicate would be dropped or refused there).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from ..errors import MessageListDeserializationError
+from ..messages import AssistantMessage, Attachment, Message
+from .fields import decode_json, kind_name
+from .fluent_v1 import read_fluent_v1
+from .openai_chat import read_openai_chat
+
+__all__ = [
+    "FORMAT_VERSION",
+    "decode_message",
+    "decode_messages",
+    "dump_dict",
+    "dump_json",
+    "encode_message",
+    "load_data",
+    "load_json",
+]
+
+FORMAT_VERSION = "2.0"
+
+
+class _Document(msgspec.Struct):
+    version: str
+    messages: list[Message]
+
+
+def _enc_hook(obj: Any) -> Any:
+    if isinstance(obj, Attachment):
+        return obj.to_dict()
+    raise TypeError(f"cannot serialize {type(obj).__name__}")
+
+
+def _dec_hook(type_: type, obj: Any) -> Any:
+    if type_ is Attachment:
+        return Attachment.from_dict(obj)
+    raise TypeError(f"cannot read {type_!r}")
+
+
+_encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
+_decoder = msgspec.json.Decoder(_Document, dec_hook=_dec_hook)
+
+
+_message_decoder = msgspec.json.Decoder(Message, dec_hook=_dec_hook)
+_messages_decoder = msgspec.json.Decoder(list[Message], dec_hook=_dec_hook)
+
+
+def encode_message(message: Message) -> bytes:
+    """One message as JSON bytes (the same form it has inside a version-2.0 document); what stores keep per row."""
+    try:
+        return _encoder.encode(message)
+    except UnicodeEncodeError:
+        _apply_text_rule(message)
+        return _encoder.encode(message)
+
+
+def _apply_text_rule(message: Message) -> None:
+    """Apply the log's text rule again to a message whose text was changed after it was made (an attribute set, a
+    ``msgspec.structs.replace``), which its constructor never saw: the message is fixed in place, so what is kept in
+    memory and what is written stay the same."""
+    message.__post_init__()
+    if isinstance(message, AssistantMessage):
+        for call in message.tool_calls:
+            call.__post_init__()
+        if message.error is not None:
+            message.error.__post_init__()
+
+
+def decode_message(data: bytes | str) -> Message:
+    """Inverse of `encode_message`.
+
+    Raises:
+        MessageListDeserializationError: if ``data`` is not one well-formed message.
+    """
+    try:
+        message: Message = _message_decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError) as exc:
+        raise MessageListDeserializationError(f"not a stored message: {exc}") from None
+    return message
+
+
+def decode_messages(rows: list[bytes]) -> list[Message]:
+    """Decode many `encode_message` payloads in one pass (how stores load a whole log).
+
+    Raises:
+        MessageListDeserializationError: if any payload is not one well-formed message.
+    """
+    try:
+        messages: list[Message] = _messages_decoder.decode(b"[" + b",".join(rows) + b"]")
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError) as exc:
+        raise MessageListDeserializationError(f"a stored message is damaged: {exc}") from None
+    return messages
+
+
+def dump_json(messages: list[Message]) -> bytes:
+    """Encode messages as version-2.0 JSON bytes."""
+    try:
+        return _encoder.encode(_Document(version=FORMAT_VERSION, messages=messages))
+    except UnicodeEncodeError:
+        for message in messages:
+            _apply_text_rule(message)
+        return _encoder.encode(_Document(version=FORMAT_VERSION, messages=messages))
+
+
+def dump_dict(messages: list[Message]) -> dict[str, Any]:
+    """The version-2.0 form as JSON-ready builtins."""
+    result: dict[str, Any] = msgspec.to_builtins(
+        _Document(version=FORMAT_VERSION, messages=messages), enc_hook=_enc_hook
+    )
+    return result
+
+
+def load_json(text: str | bytes) -> list[Message]:
+    """Parse JSON text in any supported format."""
+    if not isinstance(text, (str, bytes, bytearray, memoryview)):
+        raise MessageListDeserializationError(f"expected JSON text, got {type(text).__name__}")
+    try:
+        # Fast path: a well-formed version-2.0 document decodes straight into messages.
+        document = _decoder.decode(text)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeError):
+        pass
+    else:
+        if document.version == FORMAT_VERSION:
+            return _unique_ids(document.messages)
+    try:
+        data = decode_json(text)
+    except UnicodeError as exc:
+        # A str holding lone surrogate characters cannot be UTF-8, so it is not JSON text (the escape "\ud800" is).
+        raise MessageListDeserializationError(f"not valid JSON: {exc}") from None
+    return load_data(data)
+
+
+def load_data(data: Any) -> list[Message]:
+    """Read decoded JSON data (dict or list) in any supported format."""
+    return _unique_ids(_load_data(data))
+
+
+def _unique_ids(messages: list[Message]) -> list[Message]:
+    """The messages, if no two share an id.
+
+    Raises:
+        MessageListDeserializationError: naming the second message with a repeated id.
+    """
+    ids = {message.id for message in messages}
+    if len(ids) == len(messages):
+        return messages
+    first: dict[str, int] = {}
+    for position, message in enumerate(messages):
+        if message.id in first:
+            raise MessageListDeserializationError(
+                f"messages[{position}].id: {message.id!r} is already the id of messages[{first[message.id]}] "
+                "(every message needs its own id)",
+                position=position,
+                field="id",
+            )
+        first[message.id] = position
+    return messages  # pragma: no cover - the set above says a repeat exists
+
+
+def _load_data(data: Any) -> list[Message]:
+    if isinstance(data, list):
+        return read_openai_chat(data)
+    if not isinstance(data, Mapping):
+        raise MessageListDeserializationError(
+            f"expected an object with 'version' and 'messages' or a list of messages, got {kind_name(data)}"
+        )
+    version = data.get("version")
+    if "messages" not in data:
+        raise MessageListDeserializationError("missing field 'messages'", field="messages")
+    if version == FORMAT_VERSION:
+        return _read_v2(data)
+    if version == "1.0":
+        return read_fluent_v1(data["messages"])
+    if version is None:
+        raise MessageListDeserializationError("missing field 'version'", field="version")
+    raise MessageListDeserializationError(
+        f"unsupported version {version!r} (this threadline reads '2.0', and '1.0' of fluent_llm)", field="version"
+    )
+
+
+_PATH = re.compile(r"^(?P<text>.*) - at `\$(?P<path>[^`]*)`$", re.S)
+_INDEX = re.compile(r"^\.messages\[(?P<index>\d+)\](?P<rest>.*)$")
+_MISSING = re.compile(r"missing required field `(?P<field>[^`]+)`")
+
+
+def _validation_error(exc: msgspec.ValidationError) -> MessageListDeserializationError:
+    """Turn msgspec's ``... - at `$.messages[3].content``` into a message naming the position and field."""
+    text = str(exc)
+    match = _PATH.match(text)
+    if not match:
+        return MessageListDeserializationError(text)
+    detail, path = match.group("text"), match.group("path")
+    position: int | None = None
+    index_match = _INDEX.match(path)
+    if index_match:
+        position = int(index_match.group("index"))
+        field = index_match.group("rest").lstrip(".") or None
+        where = f"messages[{position}]" + (f".{field}" if field else "")
+    else:
+        field = path.lstrip(".") or None
+        where = field or "document"
+    missing = _MISSING.search(detail)
+    if missing:
+        field = f"{field}.{missing.group('field')}" if field else missing.group("field")
+    return MessageListDeserializationError(f"{where}: {detail}", position=position, field=field)
+
+
+def _read_v2(data: Mapping[str, Any]) -> list[Message]:
+    try:
+        document = msgspec.convert(data, _Document, dec_hook=_dec_hook)
+    except msgspec.ValidationError as exc:
+        raise _validation_error(exc) from None
+    except RecursionError:
+        raise MessageListDeserializationError("a value in the log is nested too deeply") from None
+    return document.messages
