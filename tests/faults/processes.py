@@ -160,7 +160,9 @@ def turn_shapes(log: MessageList) -> list[str]:
 def race_once(url: str, conversation_id: str, directory: Path, writers: int, row: Row) -> None:
     with open_store(url) as store:
         store.create_conversation("raced", id=conversation_id)
-    start = directory / f"start-{conversation_id}"
+    # A start file of this race alone: one left by an earlier race (the same id on another backend) would let the
+    # writers begin before both have said they loaded the conversation.
+    start = directory / f"start-{conversation_id}-{uuid.uuid4().hex[:8]}"
     names = [f"{conversation_id}-w{k}" for k in range(writers)]
     children = [
         subprocess.Popen(
@@ -180,7 +182,12 @@ def race_once(url: str, conversation_id: str, directory: Path, writers: int, row
     outcomes = {}
     problem = None
     for name, child in zip(names, children, strict=True):
-        out, err = child.communicate(timeout=300)
+        # Through the same text stream the first line was read from: communicate() reads the pipe underneath it
+        # and would miss anything that stream had already buffered.
+        assert child.stdout is not None and child.stderr is not None
+        with child.stdout, child.stderr:
+            out, err = child.stdout.read(), child.stderr.read()
+        child.wait(timeout=300)
         outcomes[name] = out.strip()
         if child.returncode != 0 or out.strip() not in ("ok", "busy"):
             problem = f"{name} exited {child.returncode}: {out.strip()[-100:]} {err[-300:]}"
