@@ -117,6 +117,18 @@ class ContextReport(msgspec.Struct):
         out.extend(self.dropped_apart)
         return out
 
+    def dropped_runs(self) -> list[tuple[str, str, str, int]]:
+        """`dropped` as runs of consecutive messages left out for the same reason: ``(reason, first id, last id,
+        count)`` each, in log order (what `threadline logs show --context` and the viewer print)."""
+        runs: list[tuple[str, str, str, int]] = []
+        for drop in self.dropped:
+            if runs and runs[-1][0] == drop.reason:
+                reason, first, _, count = runs[-1]
+                runs[-1] = (reason, first, drop.id, count + 1)
+            else:
+                runs.append((drop.reason, drop.id, drop.id, 1))
+        return runs
+
     @property
     def dropped_count(self) -> int:
         return self._cut - self._head + len(self.dropped_apart)

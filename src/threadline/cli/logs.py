@@ -277,14 +277,7 @@ def _report_text(built: BuiltContext, total: int) -> str:
             if len(report.kept) > 2
             else f"  kept: {', '.join(report.kept)}"
         )
-    groups: list[tuple[str, str, str, int]] = []
-    for drop in report.dropped:
-        if groups and groups[-1][0] == drop.reason:
-            reason, first, _, count = groups[-1]
-            groups[-1] = (reason, first, drop.id, count + 1)
-        else:
-            groups.append((drop.reason, drop.id, drop.id, 1))
-    for reason, first, last, count in groups:
+    for reason, first, last, count in report.dropped_runs():
         span = first if count == 1 else f"{first} … {last} ({count} messages)"
         lines.append(f"  dropped {span}: {reason}")
     if report.synthetic:

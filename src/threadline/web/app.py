@@ -460,17 +460,6 @@ def _request_rows(messages: Sequence[Message], prefix: int) -> list[dict[str, An
     return rows
 
 
-def _drop_groups(report: Any) -> list[tuple[str, str, str, int]]:
-    groups: list[tuple[str, str, str, int]] = []
-    for drop in report.dropped:
-        if groups and groups[-1][0] == drop.reason:
-            reason, first, _, count = groups[-1]
-            groups[-1] = (reason, first, drop.id, count + 1)
-        else:
-            groups.append((drop.reason, drop.id, drop.id, 1))
-    return groups
-
-
 async def context_page(viewer: _Viewer, request: Request) -> Response:
     cid = request.path_params["cid"]
     mode = request.query_params.get("mode") or None
@@ -486,7 +475,7 @@ async def context_page(viewer: _Viewer, request: Request) -> Response:
         tools=bool(viewer.tools),
         report=built.report,
         total=total,
-        drops=_drop_groups(built.report),
+        drops=built.report.dropped_runs(),
         request=_request_rows(built.messages, built.report.prefix_messages),
     )
 
