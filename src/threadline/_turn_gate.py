@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .errors import ConversationBusy
@@ -211,20 +211,14 @@ def wait_for_lease(
         ConversationBusy: when the time is up.
     """
     lease = try_lease()
-    if lease is not None:
-        return lease
-    if on_wait is not None:
-        on_wait()
-    deadline = None if max_wait is None else time.monotonic() + max_wait
-    delay = FIRST_POLL
-    while True:
-        if deadline is not None and time.monotonic() >= deadline:
-            raise _busy(what, max_wait)
-        time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
-        lease = try_lease()
-        if lease is not None:
-            return lease
-        delay = min(delay * 1.5, MAX_POLL)
+    if lease is None:
+        for pause in _pauses(what, max_wait, on_wait):
+            time.sleep(pause)
+            lease = try_lease()
+            if lease is not None:
+                break
+    assert lease is not None  # _pauses raises when the time is up
+    return lease
 
 
 async def wait_for_lease_async(
@@ -237,8 +231,19 @@ async def wait_for_lease_async(
     import asyncio  # already loaded here (a coroutine is running); not imported with the package
 
     lease = try_lease()
-    if lease is not None:
-        return lease
+    if lease is None:
+        for pause in _pauses(what, max_wait, on_wait):
+            await asyncio.sleep(pause)
+            lease = try_lease()
+            if lease is not None:
+                break
+    assert lease is not None  # _pauses raises when the time is up
+    return lease
+
+
+def _pauses(what: str, max_wait: float | None, on_wait: Callable[[], Any] | None) -> Iterator[float]:
+    """The pauses between tries of a lease after the first failed: growing from `FIRST_POLL` to `MAX_POLL`, never
+    past ``max_wait``; then `ConversationBusy`. ``on_wait`` is called before the first."""
     if on_wait is not None:
         on_wait()
     deadline = None if max_wait is None else time.monotonic() + max_wait
@@ -246,8 +251,5 @@ async def wait_for_lease_async(
     while True:
         if deadline is not None and time.monotonic() >= deadline:
             raise _busy(what, max_wait)
-        await asyncio.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
-        lease = try_lease()
-        if lease is not None:
-            return lease
+        yield delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic()))
         delay = min(delay * 1.5, MAX_POLL)
