@@ -47,7 +47,7 @@ from .messages import (
 )
 from .models import Model, ModelCapabilities, ModelRequest, ModelResponse, ModelSettings, TextDelta, ToolSpec, get_model
 from .models.tool_catalog import ToolCatalog
-from .tools import Tool, Toolset, dynamic_tools, tool
+from .tools import BaseToolset, Tool, Toolset, dynamic_tools, tool
 
 if TYPE_CHECKING:
     from .agents import agent_tool
@@ -62,6 +62,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AssistantMessage",
     "Attachment",
+    "BaseToolset",
     "BuiltContext",
     "CapabilityError",
     "Cell",

@@ -146,11 +146,11 @@ class PromptBuilder:
 
     def tools(self, *tools: Any) -> PromptBuilder:
         """Offer tools: functions, `Tool`s, `Toolset`s, or a callable ``(conversation) -> tools``."""
-        from .tools import DynamicTools, Tool, Toolset, as_tool, is_dynamic_provider
+        from .tools import BaseToolset, DynamicTools, Tool, as_tool, is_dynamic_provider
 
         checked: list[Any] = []
         for item in tools:
-            if isinstance(item, (Tool, Toolset, DynamicTools)):
+            if isinstance(item, (Tool, BaseToolset, DynamicTools)):
                 checked.append(item)
             elif callable(item):
                 checked.append(item if is_dynamic_provider(item) else as_tool(item))

@@ -29,7 +29,7 @@ from .conversation_config import check_settings
 from .errors import UserError
 from .messages import AssistantMessage, Message, MessageList, SystemMessage, ToolMessage, UserMessage, user
 from .models.base import Model, ModelSettings
-from .tools import ResolvedTools, Tool, Toolset, is_dynamic_provider, resolve_tools
+from .tools import BaseToolset, ResolvedTools, Tool, Toolset, is_dynamic_provider, resolve_tools
 
 if TYPE_CHECKING:
     from .models.base import ToolSpec
@@ -321,9 +321,9 @@ def _tools(tools: Iterable[Any] | Mapping[str, Any] | None) -> ResolvedTools:
         return ResolvedTools()
     if isinstance(tools, Mapping):
         items: list[Any] = [
-            value if isinstance(value, (Tool, Toolset)) else Tool(value, name=name) for name, value in tools.items()
+            value if isinstance(value, (Tool, BaseToolset)) else Tool(value, name=name) for name, value in tools.items()
         ]
-    elif isinstance(tools, (Tool, Toolset)) or callable(tools):
+    elif isinstance(tools, (Tool, BaseToolset)) or callable(tools):
         items = [tools]
     else:
         items = list(tools)
@@ -333,6 +333,6 @@ def _tools(tools: Iterable[Any] | Mapping[str, Any] | None) -> ResolvedTools:
                 "generate_text takes fixed tools: a dynamic tools provider needs a Conversation "
                 f"(tool {index}); compute the tools before the call instead"
             )
-        if not isinstance(item, (Tool, Toolset)) and not callable(item):
+        if not isinstance(item, (Tool, BaseToolset)) and not callable(item):
             items[index] = Toolset.from_object(item)
     return resolve_tools(items)

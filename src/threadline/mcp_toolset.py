@@ -1,4 +1,5 @@
-"""MCP servers as toolsets: `MCPToolset`, made by `Toolset.from_mcp` (the ``mcp`` extra).
+"""MCP servers as toolsets: `MCPToolset`, made by `Toolset.from_mcp` (the ``mcp`` extra). It is a `BaseToolset`,
+accepted wherever tools are, like a `Toolset`.
 
 Each tool of the server becomes a `Tool` named ``"<Name>.<tool>"`` whose parameters are the server's own JSON
 schema (no signature to read: the schema is the contract) and whose description is the server's. The model's
@@ -27,8 +28,8 @@ from urllib.parse import urlsplit
 
 from .errors import UserError
 from .mcp_connection import MCPConnection, MCPConnectionError, MCPToolError, ServerListing, safe_url
+from .tools.base_toolset import BaseToolset
 from .tools.tool import Tool, ToolArgumentsError
-from .tools.toolset import Toolset
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -40,7 +41,7 @@ __all__ = ["MCPConnectionError", "MCPToolError", "MCPToolset", "result_text"]
 _TIMEOUT_MARGIN = 5.0
 
 
-class MCPToolset(Toolset):
+class MCPToolset(BaseToolset):
     """The tools of one MCP server, named ``"<Name>.<tool>"``. Made by `Toolset.from_mcp` (see it for the arguments).
 
     Nothing runs until the tools are first needed (iterating, ``len``, ``names()``, ``name`` when not given,
@@ -107,7 +108,6 @@ class MCPToolset(Toolset):
             start_timeout=float(start_timeout) if start_timeout is not None else max(self.timeout, 60.0),
             label=label,
         )
-        super().__init__((), name=name)
         # Collected with the toolset: stop the server without waiting (the atexit hook waits for what remains).
         weakref.finalize(self, self._connection.close_soon).atexit = False
 
@@ -162,7 +162,7 @@ class MCPToolset(Toolset):
             )
         return tools
 
-    # -- Toolset -------------------------------------------------------------------------------------------------
+    # -- BaseToolset ---------------------------------------------------------------------------------------------
     @property
     def name(self) -> str:
         """The prefix of the tool names: the given name, else the server's own (connects if needed)."""
@@ -189,20 +189,8 @@ class MCPToolset(Toolset):
         self._given_instructions = value
 
     def __iter__(self) -> Iterator[Tool]:
+        """The tools, in the server's order (connects if needed)."""
         return iter(self._tools_now())
-
-    def __len__(self) -> int:
-        return len(self._tools_now())
-
-    def __getitem__(self, name: str) -> Tool:
-        for item in self._tools_now():
-            if item.name == name:
-                return item
-        raise KeyError(name)
-
-    def names(self) -> list[str]:
-        """The real names of the tools, in the server's order (connects if needed)."""
-        return [item.name for item in self._tools_now()]
 
     # -- lifetime ------------------------------------------------------------------------------------------------
     @property

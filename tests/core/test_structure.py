@@ -114,8 +114,6 @@ ALLOWED_CIRCLES = [
     },
     # `conversation.continuation` returns a builder that applies its deltas to that conversation.
     {"threadline.builder", "threadline.conversation"},
-    # `Toolset.from_mcp` returns an `MCPToolset`, a Toolset itself (imported when called: the SDK stays unloaded).
-    {"threadline.mcp_toolset", "threadline.tools.toolset"},
 ]
 
 

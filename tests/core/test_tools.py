@@ -12,7 +12,8 @@ import pydantic
 import pytest
 
 import threadline
-from threadline import Tool, ToolCatalog, Toolset, UserError, tool
+from threadline import AssistantMessage, Tool, ToolCall, ToolCatalog, Toolset, UserError, tool
+from threadline.testing import ScriptedModel
 from threadline.tools import encode_result
 
 
@@ -384,6 +385,55 @@ def test_toolset_groups_function_tools_with_instructions() -> None:
     assert toolset["get_weather"].parameters["required"] == ["city"]
     with pytest.raises(UserError, match="not a tool"):
         Toolset([42])  # type: ignore[list-item]
+
+
+class LazyTools(threadline.BaseToolset):
+    """A toolset of a user's own kind: its tools are made on first use (as an MCP server's are listed)."""
+
+    name = "Lazy"
+    instructions = "Lazy tools are made when first needed."
+
+    def __init__(self) -> None:
+        self.made = 0
+        self._tools: list[Tool] | None = None
+
+    def __iter__(self) -> Any:
+        if self._tools is None:
+            self.made += 1
+
+            def double(n: int) -> int:
+                return 2 * n
+
+            self._tools = [Tool(double, name="Lazy.double")]
+        return iter(self._tools)
+
+
+def test_a_toolset_of_ones_own_kind_needs_only_iter_name_and_instructions() -> None:
+    with pytest.raises(TypeError):
+        threadline.BaseToolset()  # type: ignore[abstract]
+    lazy = LazyTools()
+    assert lazy.made == 0
+    assert lazy.names() == ["Lazy.double"] and len(lazy) == 1 and lazy["Lazy.double"].name == "Lazy.double"
+    with pytest.raises(KeyError):
+        lazy["Lazy.other"]
+    assert lazy.made == 1
+    model = ScriptedModel(
+        [AssistantMessage(tool_calls=[ToolCall(id="c1", name="Lazy.double", arguments={"n": 21})]), "42"]
+    )
+    conversation = threadline.llm.model(model).tools(lazy).request("double 21").prompt_conversation()
+    assert conversation.continuation.prompt() == "42"
+    (result,) = [m for m in conversation.messages if isinstance(m, threadline.ToolMessage)]
+    assert result.content == "42" and not result.is_error
+    assert model.requests[0].tools[0].name == "Lazy.double"
+    assert lazy.instructions in model.requests[0].messages[0].content
+    generated = threadline.generate_text_sync(
+        model=ScriptedModel(
+            [AssistantMessage(tool_calls=[ToolCall(id="c1", name="Lazy.double", arguments={"n": 2})]), "4"]
+        ),
+        prompt="double 2",
+        tools=[lazy],
+    )
+    assert generated.text == "4"
 
 
 # -- wire names ---------------------------------------------------------------------------------------------------

@@ -13,7 +13,17 @@ from typing import Any
 
 import pytest
 
-from threadline import AssistantMessage, ToolCall, ToolMessage, Toolset, UserError, llm
+from threadline import (
+    AssistantMessage,
+    BaseToolset,
+    ToolCall,
+    ToolMessage,
+    Toolset,
+    UserError,
+    generate_text_sync,
+    llm,
+    request_hash,
+)
 from threadline.mcp_toolset import MCPConnectionError, MCPToolset
 from threadline.testing import ScriptedModel
 
@@ -56,6 +66,23 @@ def test_the_servers_instructions_are_the_toolsets_and_reach_the_system_prefix(d
     model = ScriptedModel(["hello"])
     llm.model(model).tools(demo).request("hi").prompt()
     assert demo.instructions in model.requests[0].messages[0].content
+
+
+def test_an_mcp_toolset_is_taken_wherever_tools_are(demo: MCPToolset) -> None:
+    # It is a BaseToolset (the kind every toolset is), not a Toolset of functions: the builder, generate_text and
+    # request_hash take it as they take a Toolset, alone or in a list.
+    assert isinstance(demo, BaseToolset) and not isinstance(demo, Toolset)
+    for tools in (demo, [demo]):
+        result = generate_text_sync(
+            model=ScriptedModel([calls(("Demo.add", {"a": 20, "b": 22})), "42"]), prompt="add", tools=tools
+        )
+        assert result.text == "42"
+        assert [m.content for m in results(result.messages)] == ["42"]
+    with_tools = request_hash(model="openai:gpt-4o-mini", prompt="add", tools=[demo])
+    assert with_tools != request_hash(model="openai:gpt-4o-mini", prompt="add")
+    assert with_tools == request_hash(model="openai:gpt-4o-mini", prompt="add", tools=demo)
+    assert demo.names()[:2] == ["Demo.add", "Demo.fail"] and len(demo) == len(demo.names())
+    assert demo["Demo.add"].parameters["required"] == ["a", "b"]
 
 
 def test_a_server_that_dies_mid_call_is_an_error_and_is_restarted_on_the_next_call(servers: Servers) -> None:

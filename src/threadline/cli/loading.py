@@ -38,7 +38,7 @@ def load_tool(spec: str, store: Store | None = None) -> Any:
     Raises:
         CommandError: with one line saying what is wrong with the spec.
     """
-    from ..tools import Tool, Toolset
+    from ..tools import BaseToolset, Tool, Toolset
 
     if spec == "pages":
         if store is None:
@@ -61,7 +61,7 @@ def load_tool(spec: str, store: Store | None = None) -> Any:
             target = getattr(target, part)
         except AttributeError:
             raise CommandError(f"bad tool {spec!r}: {module_name} has no attribute {attribute!r}", EXIT_USAGE) from None
-    if isinstance(target, (Tool, Toolset)):
+    if isinstance(target, (Tool, BaseToolset)):
         return target
     if inspect.isclass(target) or inspect.ismodule(target):
         kind = "a class" if inspect.isclass(target) else "a module"

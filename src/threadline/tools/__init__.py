@@ -4,7 +4,8 @@ A plain function (sync or async) is a tool: its name, its docstring as the descr
 type hints (built with pydantic, imported only when a tool is made). ``@tool(...)`` overrides name, description and
 timeout. `Tool.from_schema` makes a tool from a JSON schema instead (the tools of an MCP server). `Toolset.from_object`
 turns every public method of an object into a tool named ``"<Name>.<method>"``; `Toolset.from_mcp` does the same for
-the tools of an MCP server (see `threadline.mcp_toolset`).
+the tools of an MCP server (see `threadline.mcp_toolset`). Both kinds of toolset are `BaseToolset`s, which is what
+the rest of the library accepts.
 
 The model's arguments are validated against the schema before the call; invalid JSON, schema violations, unknown
 tools, exceptions and timeouts all become a `ToolMessage` with ``is_error=True`` (see `execute_tool_call`), so the
@@ -13,13 +14,15 @@ loop goes on and the model can correct itself.
 
 from __future__ import annotations
 
+from .base_toolset import BaseToolset, ToolHost
 from .execution import CANCEL_GRACE, describe_exception, encode_result, execute_tool_call
 from .resolution import DynamicTools, ResolvedTools, ToolLike, dynamic_tools, is_dynamic_provider, resolve_tools
 from .tool import Tool, ToolArgumentsError, as_tool, tool
-from .toolset import ToolHost, Toolset
+from .toolset import Toolset
 
 __all__ = [
     "CANCEL_GRACE",
+    "BaseToolset",
     "DynamicTools",
     "ResolvedTools",
     "Tool",

@@ -12,8 +12,8 @@ from typing import Any, TypeAlias
 import msgspec
 
 from ..models.base import ToolSpec
+from .base_toolset import BaseToolset, ToolHost
 from .tool import Tool, as_tool
-from .toolset import ToolHost, Toolset
 
 __all__ = ["DynamicTools", "ResolvedTools", "ToolLike", "dynamic_tools", "is_dynamic_provider", "resolve_tools"]
 
@@ -32,14 +32,14 @@ def dynamic_tools(provider: Callable[[Any], Any]) -> DynamicTools:
     return DynamicTools(provider)
 
 
-ToolLike: TypeAlias = Callable[..., Any] | Tool | Toolset | DynamicTools
+ToolLike: TypeAlias = Callable[..., Any] | Tool | BaseToolset | DynamicTools
 
 
 def is_dynamic_provider(item: Any) -> bool:
     """Whether ``item`` provides tools per request: a `DynamicTools`, or a callable taking one ``Conversation``."""
     if isinstance(item, DynamicTools):
         return True
-    if not callable(item) or isinstance(item, (Tool, Toolset)):
+    if not callable(item) or isinstance(item, (Tool, BaseToolset)):
         return False
     # Called before every request for each configured callable: remember the answer (reading a signature is slow),
     # keyed weakly as `schema.signature_of` does, so the cache keeps no provider (nor the object of a method) alive.
@@ -83,7 +83,7 @@ class ResolvedTools(msgspec.Struct):
     def add(self, item: Any, conversation: ToolHost | None) -> None:
         if isinstance(item, Tool):  # the usual case (the builder turns functions into Tools), checked first
             self.tools[item.name] = item
-        elif isinstance(item, Toolset):
+        elif isinstance(item, BaseToolset):
             if conversation is not None:
                 item = item.bind(conversation)
             for member in item:
@@ -95,7 +95,7 @@ class ResolvedTools(msgspec.Struct):
             produced = provider(conversation)
             if produced is None:
                 return
-            if isinstance(produced, (Toolset, Tool)) or callable(produced):
+            if isinstance(produced, (BaseToolset, Tool)) or callable(produced):
                 produced = [produced]
             for sub in produced:
                 self.add(sub, conversation)

@@ -1,30 +1,23 @@
-"""`Toolset`: a named group of tools with instructions for the system prompt; made from a list, from the public
-methods of an object (`Toolset.from_object`) or from an MCP server (`Toolset.from_mcp`)."""
+"""`Toolset`: a named group of tools with instructions for the system prompt, made from a list or from the public
+methods of an object (`Toolset.from_object`); `Toolset.from_mcp` makes the other kind of toolset, the tools of an
+MCP server (`threadline.mcp_toolset.MCPToolset`)."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from .base_toolset import BaseToolset
 from .tool import Tool, as_tool
 
 if TYPE_CHECKING:
     from ..mcp_toolset import MCPToolset
 
-__all__ = ["ToolHost", "Toolset"]
+__all__ = ["Toolset"]
 
 
-class ToolHost(Protocol):
-    """What a toolset may know of the conversation it is offered to (`Toolset.bind`); a `Conversation` is one."""
-
-    @property
-    def id(self) -> str:
-        """The conversation's id (what a toolset keeps its own records under)."""
-        ...
-
-
-class Toolset:
+class Toolset(BaseToolset):
     """A named group of tools, optionally with instructions for the system prompt while its tools are offered.
 
     Args:
@@ -50,24 +43,6 @@ class Toolset:
 
     def __len__(self) -> int:
         return len(self._tools)
-
-    def __getitem__(self, name: str) -> Tool:
-        for item in self._tools:
-            if item.name == name:
-                return item
-        raise KeyError(name)
-
-    def names(self) -> list[str]:
-        """The real names of the tools, in order."""
-        return [item.name for item in self._tools]
-
-    def bind(self, conversation: ToolHost) -> Toolset:
-        """The toolset as offered to one conversation (called each time its tools are resolved for a request).
-
-        The default is the toolset itself. A toolset whose tools act on behalf of the conversation they serve
-        (`threadline.toolboxes.Pages` keeps pages per conversation) returns a copy bound to it.
-        """
-        return self
 
     def __repr__(self) -> str:
         return f"Toolset({self.name!r}, {self.names()!r})"
