@@ -206,3 +206,13 @@ def test_a_10000_message_conversation_opens_with_a_small_part_and_older_parts_on
         deep = http.get(f"/c/{conv.id}", params={"at": log[4_000].id})
         assert deep.status_code == 200 and f'id="m-{log[4_000].id}"' in deep.text
         assert 'data-at-end="false"' in deep.text
+
+
+def test_a_deleted_conversations_pages_are_no_longer_served(sqlite_store, serve) -> None:
+    conv, page_id = page_conversation(sqlite_store, "document.getElementById('out').textContent = 'ran'")
+    served = serve(sqlite_store, model=ScriptedModel([]))
+    with client(served) as http:
+        assert http.get(f"/p/{page_id}").status_code == 200
+        sqlite_store.delete_conversation(conv.id)
+        assert http.get(f"/p/{page_id}").status_code == 404
+        assert http.get(f"/c/{conv.id}").status_code == 404

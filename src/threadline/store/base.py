@@ -36,7 +36,21 @@ from ..messages import Message, MessageList
 if TYPE_CHECKING:
     from .leases import Lease
 
-__all__ = ["ConversationInfo", "ConversationSummary", "ImportItem", "MessagePage", "PageInfo", "Store"]
+__all__ = [
+    "ConversationInfo",
+    "ConversationSummary",
+    "ImportItem",
+    "MessagePage",
+    "PageInfo",
+    "Store",
+    "conversation_cache_prefix",
+]
+
+
+def conversation_cache_prefix(conversation_id: str) -> str:
+    """What the request-cache keys of one conversation start with (its context summaries): `Store.delete_conversation`
+    deletes those entries with it. Every other cache entry (``generate_text`` results) belongs to no conversation."""
+    return f"summary:{conversation_id}:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +176,20 @@ class Store(ABC):
 
     @abstractmethod
     def delete_conversation(self, conversation_id: str) -> None:
-        """Delete a conversation with its messages and artifacts."""
+        """Delete a conversation with everything it left in the store, in one transaction: its messages (and
+        their search index), its artifacts, its cached context summaries (keys under `conversation_cache_prefix`)
+        and the pages it made (``Pages.generate_ui``), so none of them stays reachable (the viewer answers 404 at
+        ``/p/<page_id>``).
+
+        A page that a fork of it also shows (the fork copied the tool result that made it, see
+        `fork_conversation`) is not deleted while such a fork remains: it passes to the oldest of them (its
+        ``conversation_id`` becomes that fork's, and ``list_pages`` lists it there), and goes when that one is
+        deleted in turn. The fork's log holds the page's code anyway, so deleting the page would take nothing
+        private away and would only break the fork.
+
+        Raises:
+            StoreError: if there is no conversation with that id (then nothing is deleted).
+        """
 
     # The log
     @abstractmethod
@@ -231,6 +258,9 @@ class Store(ABC):
         ``<conversation_id>@<at>`` (``metadata["forked_from"]``). When ``at`` made tool calls (or is one of their
         results), the fork keeps the rest of that tool group, so it never ends half-answered. The original is left
         untouched. The fork takes the original's title unless ``title`` is given, and its active mode.
+
+        The pages its copied log shows (made by ``Pages.generate_ui`` in the original, or shared with it) are shared
+        with the fork: they stay reachable while either conversation does (see `delete_conversation`).
 
         Raises:
             StoreError: if there is no such conversation or message, or ``id`` is taken.

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .._ids import new_id
+from .._page_ids import page_ids
 from ..errors import StoreError
 from ..messages import Message, MessageList
 from ..serialization import decode_messages, encode_message
@@ -63,7 +64,7 @@ from ._sql_rows import (
 )
 from ._sqlite_db import SYNCHRONOUS, SQLiteDatabase
 from ._sqlite_index import SEQ_MASK, copy_index, key_range, search, search_rows
-from ._sqlite_side_tables import SQLiteSideTables
+from ._sqlite_side_tables import SQLiteSideTables, delete_side_rows, share_pages
 from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, Store
 from .leases import Lease, appended_behind, try_file_lease
 
@@ -172,7 +173,7 @@ class SQLiteStore(SQLiteSideTables, Store):
                 raise missing_conversation(conversation_id, self.url)
             conn.execute("DELETE FROM messages WHERE conversation = ?", (row[0],))
             conn.execute("DELETE FROM message_search WHERE rowid BETWEEN ? AND ?", key_range(row[0]))
-            conn.execute("DELETE FROM artifacts WHERE conversation_id = ?", (conversation_id,))
+            delete_side_rows(conn, conversation_id)
 
     # -- the log ----------------------------------------------------------------------------------------------
     def append(self, conversation_id: str, messages: Iterable[Message], *, expected_count: int | None = None) -> None:
@@ -342,6 +343,7 @@ class SQLiteStore(SQLiteSideTables, Store):
                 "failures = ? WHERE key = ?",
                 (copied, cut + 1, cut + 1, model, failures, new_key),
             )
+            share_pages(conn, fork_id, page_ids(kept))
         return self.get_conversation(fork_id)
 
     def list_forks(self, conversation_id: str) -> list[ConversationInfo]:
