@@ -25,7 +25,13 @@ __all__ = ["logs", "open_cli_store", "store_option"]
 
 
 def _when(value: datetime) -> str:
-    return value.astimezone().strftime("%Y-%m-%d %H:%M")
+    """A timestamp in the local time zone, to the minute, with a four-digit year (not strftime: glibc's ``%Y``
+    writes the year 5 as ``5``)."""
+    try:
+        local = value.astimezone()
+    except (OverflowError, ValueError):  # within hours of year 1 or 9999, the local time is out of range: stay
+        local = value
+    return local.replace(tzinfo=None).isoformat(sep=" ", timespec="minutes")
 
 
 @click.group("logs")
