@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..messages import Message, MessageList
+from ..messages import Message, MessageList, ToolMessage
 
 if TYPE_CHECKING:
     from .leases import Lease
@@ -44,6 +44,7 @@ __all__ = [
     "PageInfo",
     "Store",
     "conversation_cache_prefix",
+    "whole_tool_groups",
 ]
 
 
@@ -338,3 +339,21 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def whole_tool_groups(store: Store, conversation_id: str, page: MessagePage) -> MessagePage:
+    """``page`` made to start with a whole tool group: while it starts with tool results, the messages before them
+    are read back (by sequence number, a few at a time) to the message that precedes them, their call.
+
+    So a page read from the middle of a log (`Store.read_tail`) shows each result with the call it answers.
+    """
+    messages, seqs, has_older = list(page.messages), list(page.seqs), page.has_older
+    while messages and isinstance(messages[0], ToolMessage) and has_older:
+        more = store.read_tail(conversation_id, 8, before=seqs[0])
+        if not more.messages:
+            break
+        starts = [i for i, message in enumerate(more.messages) if not isinstance(message, ToolMessage)]
+        start = starts[-1] if starts else 0
+        messages[:0], seqs[:0] = more.messages[start:], more.seqs[start:]
+        has_older = start > 0 or more.has_older
+    return MessagePage(messages, seqs, has_older)
