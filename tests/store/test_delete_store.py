@@ -8,11 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
 
 from tests.conftest import POSTGRES_DSN
+from tests.store._backends import postgres_url
 from threadline import (
     AssistantMessage,
     ContextSettings,
@@ -205,3 +208,32 @@ def test_forks_made_before_the_upgrade_keep_the_pages_they_show(store_url: str) 
         assert store.get_page(page).conversation_id == fork.id
         store.delete_conversation(fork.id)
         assert gone(store, page) and gone(store, own)
+
+
+def test_postgres_a_page_is_never_handed_to_a_fork_being_deleted_at_the_same_time() -> None:
+    """Deleting the original while the fork that would inherit its page is being deleted by another host: the
+    original's delete waits for the fork's, sees it gone, and deletes the page instead of leaving it to a conversation
+    that no longer exists."""
+    with postgres_url() as url, open_store(url) as store:
+        original = store.create_conversation("original")
+        page = make_page(store, original.id, "page")
+        fork = store.fork_conversation(original.id, last_id(store, original.id))
+        schema = url.rsplit("schema=", 1)[1]
+        with psycopg.connect(POSTGRES_DSN) as other:  # another host, halfway through deleting the fork
+            other.execute(f'DELETE FROM "{schema}".conversations WHERE id = %s', (fork.id,))
+            with ThreadPoolExecutor(1) as pool:
+                deleting = pool.submit(store.delete_conversation, original.id)
+                while not deleting.done() and not waiting_for_a_lock(schema):
+                    time.sleep(0.01)
+                other.commit()
+                deleting.result(timeout=60)
+        assert gone(store, page)
+
+
+def waiting_for_a_lock(schema: str) -> bool:
+    with psycopg.connect(POSTGRES_DSN, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+            (f'%"{schema}".page_shares%',),
+        ).fetchone()
+    return bool(row and row[0])

@@ -150,12 +150,12 @@ class PostgresSideTables:
             cursor.execute(f"SELECT id FROM {p}conversations WHERE starts_with(id, %s)", (f"{conversation_id}:",))
             own = own_cache_keys(conversation_id, keys, [r[0] for r in cursor.fetchall()])
             cursor.execute(f"DELETE FROM {p}cache WHERE key = ANY(%s)", (own,))
-        # FOR SHARE keeps each heir from being deleted before its page is handed to it (a deletion waits here, and
-        # one that went first has taken its row away, so it is not chosen).
+        # FOR KEY SHARE keeps each heir from being deleted before its page is handed to it (a deletion waits here,
+        # and one that went first has taken its row away, so it is not chosen); appends to it are not held up.
         cursor.execute(
             f"SELECT s.page_id, s.conversation_id FROM {p}page_shares AS s JOIN {p}pages AS g ON g.id = s.page_id "
             f"JOIN {p}conversations AS c ON c.id = s.conversation_id WHERE g.conversation_id = %s "
-            "ORDER BY c.created_at, c.id FOR SHARE OF c",
+            "ORDER BY c.created_at, c.id FOR KEY SHARE OF c",
             (conversation_id,),
         )
         heirs = page_heirs(cursor.fetchall())
