@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .models.base import ModelRequest, ModelResponse, ModelSettings, TextDelta
+from .store.base import conversation_cache_prefix
 
 if TYPE_CHECKING:
     from .messages import MessageList
@@ -102,8 +103,9 @@ async def summary_of_span(
     from .models import get_model
 
     first, last = messages[head].id, messages[cut - 1].id
-    span_key = f"summary:{conversation_id}:{first}:{last}"
-    latest_key = f"summary:{conversation_id}:latest"
+    prefix = conversation_cache_prefix(conversation_id)  # deleted with the conversation
+    span_key = f"{prefix}{first}:{last}"
+    latest_key = f"{prefix}latest"
     cached = cache_get(span_key)
     if isinstance(cached, str):
         return cached

@@ -167,3 +167,20 @@ def test_show_context_reports_what_the_next_request_keeps_and_drops(store_url: s
     assert {d["reason"] for d in data["report"]["dropped"]} == {"budget:max_messages"}
     assert len(data["log"]["messages"]) == 101
     assert len(store.load(info.id)) == 101  # reporting changes nothing in the log
+
+
+def test_dates_before_the_year_1000_show_four_digit_years(store_url: str, store: Store) -> None:
+    from datetime import UTC, datetime
+
+    from threadline.store import ConversationInfo, ImportItem
+
+    ancient = datetime(5, 3, 9, 14, 30, tzinfo=UTC)
+    info = ConversationInfo(id="ancient", title="An old letter", created_at=ancient, updated_at=ancient)
+    store.import_conversations([ImportItem(info, [UserMessage(content="Greetings", created_at=ancient)])])
+    env = {"TZ": "UTC"}
+    listed = run_cli("logs", "list", "--store", store_url, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "0005-03-09 14:30" in listed.stdout
+    shown = run_cli("logs", "show", "ancient", "--store", store_url, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "updated 0005-03-09 14:30" in shown.stdout

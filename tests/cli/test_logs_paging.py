@@ -7,6 +7,11 @@ PostgreSQL."""
 # ruff: noqa: F811
 from __future__ import annotations
 
+import sqlite3
+
+import psycopg
+
+from tests.conftest import POSTGRES_DSN
 from tests.store._backends import run_cli, store, store_url  # noqa: F401 - fixtures
 from threadline import AssistantMessage, MessageList, ToolCall, ToolMessage, UserMessage
 from threadline.messages import Message
@@ -84,3 +89,38 @@ def test_conflicting_page_options_are_one_line_errors(store_url: str, store: Sto
         assert done.returncode == 2
         assert "Traceback" not in done.stderr
         assert [line for line in done.stderr.splitlines() if line.startswith("Error")], done.stderr
+
+
+def damage_first_message(store_url: str, conversation_id: str) -> None:
+    """Overwrite the stored bytes of a conversation's first message with something that is not a message."""
+    if store_url.startswith("sqlite://"):
+        conn = sqlite3.connect(store_url.removeprefix("sqlite://"))
+        conn.execute(
+            'UPDATE messages SET data = CAST(\'{"not": "a message"}\' AS BLOB) WHERE seq = 0 AND conversation = '
+            "(SELECT key FROM conversations WHERE id = ?)",
+            (conversation_id,),
+        )
+        conn.commit()
+        conn.close()
+    else:
+        schema = store_url.rsplit("schema=", 1)[1]
+        with psycopg.connect(POSTGRES_DSN, autocommit=True) as conn:
+            conn.execute(
+                f'UPDATE "{schema}".messages SET data = \'{{"not": "a message"}}\'::bytea '
+                "WHERE seq = 0 AND conversation_id = %s",
+                (conversation_id,),
+            )
+
+
+def test_a_page_reads_only_the_messages_it_shows(store_url: str, store: Store) -> None:
+    """A long log's newest page is read without the rest of the log: a damaged first message does not keep it from
+    showing, while --all, which needs that message, says what is wrong in one line."""
+    conversation_id, _ = long_log(store, turns=30)  # 120 messages
+    damage_first_message(store_url, conversation_id)
+    for options in ([], ["--last", "2"], ["--json", "--last", "2"]):
+        done = run_cli("logs", "show", conversation_id, *options, "--store", store_url)
+        assert done.returncode == 0, (options, done.stderr)
+    newest = run_cli("logs", "show", conversation_id, "--store", store_url).stdout
+    assert "question 005" in newest and "answer 029" in newest and "20 earlier message(s) not shown" in newest
+    everything = run_cli("logs", "show", conversation_id, "--all", "--store", store_url)
+    assert everything.returncode != 0 and "Traceback" not in everything.stderr

@@ -206,3 +206,30 @@ def test_a_10000_message_conversation_opens_with_a_small_part_and_older_parts_on
         deep = http.get(f"/c/{conv.id}", params={"at": log[4_000].id})
         assert deep.status_code == 200 and f'id="m-{log[4_000].id}"' in deep.text
         assert 'data-at-end="false"' in deep.text
+
+
+def test_a_deleted_conversations_pages_are_no_longer_served(sqlite_store, serve) -> None:
+    conv, page_id = page_conversation(sqlite_store, "document.getElementById('out').textContent = 'ran'")
+    served = serve(sqlite_store, model=ScriptedModel([]))
+    with client(served) as http:
+        assert http.get(f"/p/{page_id}").status_code == 200
+        sqlite_store.delete_conversation(conv.id)
+        assert http.get(f"/p/{page_id}").status_code == 404
+        assert http.get(f"/c/{conv.id}").status_code == 404
+
+
+def test_dates_before_the_year_1000_show_four_digit_years(sqlite_store, serve) -> None:
+    from datetime import UTC, datetime
+
+    from threadline.store import ConversationInfo, ImportItem
+
+    ancient = datetime(5, 3, 9, 14, 30, tzinfo=UTC)
+    info = ConversationInfo(id="ancient", title="An old letter", created_at=ancient, updated_at=ancient)
+    sqlite_store.import_conversations([ImportItem(info, [UserMessage(content="Greetings", created_at=ancient)])])
+    served = serve(sqlite_store, model=ScriptedModel([]))
+    shown = '<time datetime="0005-03-09T14:30:00Z">0005-03-09 14:30 UTC</time>'
+    with client(served) as http:
+        assert shown in http.get("/").text  # the list's last activity
+        timeline = http.get("/c/ancient").text
+        assert timeline.count(shown) == 2  # the conversation's update and its message
+        assert shown in http.get("/c/ancient/export.html").text

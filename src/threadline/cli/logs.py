@@ -19,13 +19,19 @@ if TYPE_CHECKING:
 
     from ..context import BuiltContext
     from ..messages import MessageList
-    from ..store import PageInfo, Store
+    from ..store import ConversationInfo, PageInfo, Store
 
 __all__ = ["logs", "open_cli_store", "store_option"]
 
 
 def _when(value: datetime) -> str:
-    return value.astimezone().strftime("%Y-%m-%d %H:%M")
+    """A timestamp in the local time zone, to the minute, with a four-digit year (not strftime: glibc's ``%Y``
+    writes the year 5 as ``5``)."""
+    try:
+        local = value.astimezone()
+    except (OverflowError, ValueError):  # within hours of year 1 or 9999, the local time is out of range: stay
+        local = value
+    return local.replace(tzinfo=None).isoformat(sep=" ", timespec="minutes")
 
 
 @click.group("logs")
@@ -142,17 +148,16 @@ def show(
         raise click.UsageError("use --last N, or --offset K [--limit N], not both")
     if limit is not None and offset is None:
         offset = 0
-    with open_cli_store(store_url) as store:
-        info = store.get_conversation(conversation_id)
-        messages = store.load(conversation_id)
-        pages = store.list_pages(conversation_id)
-        built = _next_request(conversation_id, store, mode) if (with_context or mode) else None
     paged = last is not None or offset is not None
     if as_json and not paged:
         show_all = True  # JSON is for programs: the whole log unless a page was asked for
-    start, end = _page(messages, last, offset, limit, show_all)
+    with open_cli_store(store_url) as store:
+        info = store.get_conversation(conversation_id)
+        page, start, total = _read_page(store, info, last, offset, limit, show_all)
+        pages = store.list_pages(conversation_id)
+        built = _next_request(conversation_id, store, mode) if (with_context or mode) else None
+    end = start + len(page)
     if as_json:
-        page = messages if (start, end) == (0, len(messages)) else messages[start:end]
         if built is None:
             click.echo(page.to_json())
         else:
@@ -171,15 +176,15 @@ def show(
     )
     console.print(header)
     if start > 0:
-        console.print(Text(_more_text(conversation_id, start, end, len(messages), before=True), style="yellow"))
-    render_log(console, messages[start:end])
-    if end < len(messages):
-        console.print(Text(_more_text(conversation_id, start, end, len(messages), before=False), style="yellow"))
+        console.print(Text(_more_text(conversation_id, start, end, total, before=True), style="yellow"))
+    render_log(console, page)
+    if end < total:
+        console.print(Text(_more_text(conversation_id, start, end, total, before=False), style="yellow"))
     if pages:
         console.print(_pages_text(pages), highlight=False)
     if built is not None:
         console.print(Text(_request_text(built)), highlight=False)
-        console.print(Text(_report_text(built, len(messages))), highlight=False)
+        console.print(Text(_report_text(built, total)), highlight=False)
 
 
 def _pages_text(pages: list[PageInfo]) -> Text:
@@ -197,19 +202,32 @@ def _pages_text(pages: list[PageInfo]) -> Text:
     return text
 
 
-def _page(
-    messages: MessageList, last: int | None, offset: int | None, limit: int | None, show_all: bool
-) -> tuple[int, int]:
-    """The ``[start, end)`` range of the log to show. A page never starts on a tool result whose call is on the
-    page before: it starts at that call, so each result is shown in the box of its call."""
-    total = len(messages)
+def _read_page(
+    store: Store, info: ConversationInfo, last: int | None, offset: int | None, limit: int | None, show_all: bool
+) -> tuple[MessageList, int, int]:
+    """The part of the log to show, its position in the log and the log's length; reads only what it shows where
+    the store can (the newest messages, by sequence number). A page never starts on a tool result whose call is on
+    the page before: it starts at that call, so each result is shown in the box of its call."""
+    from ..messages import MessageList
+    from ..store import whole_tool_groups
+
+    conversation_id = info.id
     if show_all:
-        return 0, total
+        messages = store.load(conversation_id)
+        return messages, 0, len(messages)
     if offset is not None:
-        start, end = min(offset, total), total if limit is None else min(total, offset + limit)
-    else:
-        start, end = max(0, total - (last or DEFAULT_PAGE)), total
-    return _owning_call(messages, start), end
+        # Positions count from the start, and the store reads by sequence number: read up to the page's end.
+        head = store.read_after(conversation_id, -1, None if limit is None else offset + limit)
+        messages = MessageList.unchecked(head.messages)
+        start = _owning_call(messages, min(offset, len(messages)))
+        total = len(messages) if limit is None else info.message_count
+        return messages[start:], start, max(total, len(messages))
+    tail = whole_tool_groups(store, conversation_id, store.read_tail(conversation_id, last or DEFAULT_PAGE))
+    shown = MessageList.unchecked(tail.messages)
+    if not tail.has_older:
+        return shown, 0, len(shown)
+    total = max(info.message_count, len(shown))
+    return shown, total - len(shown), total
 
 
 def _owning_call(messages: MessageList, start: int) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import UserError
-from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo, Store
+from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo, Store, whole_tool_groups
 
 __all__ = [
     "ConversationInfo",
@@ -32,6 +32,7 @@ __all__ = [
     "default_store",
     "latest_conversation_id",
     "open_store",
+    "whole_tool_groups",
 ]
 
 STORE_ENV = "THREADLINE_STORE"

@@ -1,20 +1,29 @@
-"""Backfills of the migration that gives the viewer its search index and list figures: they fill them from the logs
-a database already holds, in the migration's own transaction.
+"""Backfills of migrations: they fill what a step made from the logs a database already holds, in the migration's own
+transaction.
 
-Both read every stored message once, in batches, so a large database migrates in bounded memory. A row that no
-longer decodes is left out of the index rather than failing the migration: the store would refuse to open.
+- the viewer's search index and list figures: every stored message is read once, in batches, so a large database
+  migrates in bounded memory;
+- the pages that existing forks share (``page_shares``): the messages of forks that mention a ``page_id``.
+
+A row that no longer decodes is left out rather than failing the migration: the store would refuse to open.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .._page_ids import page_ids
 from ..errors import MessageListDeserializationError
 from ..messages import Message
 from ..serialization import decode_message
 from ._search import conversation_figures, search_text
 
-__all__ = ["postgres_viewer_backfill", "sqlite_viewer_backfill"]
+__all__ = [
+    "postgres_page_shares_backfill",
+    "postgres_viewer_backfill",
+    "sqlite_page_shares_backfill",
+    "sqlite_viewer_backfill",
+]
 
 _BATCH = 2_000
 
@@ -92,4 +101,45 @@ def postgres_viewer_backfill(cursor: Any, prefix: str) -> None:
             f"UPDATE {prefix}conversations AS c SET last_model = u.model, failures = u.failures "
             "FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS u(id, model, failures) WHERE c.id = u.id",
             ([i for i, _ in items], [f[0] for _, f in items], [f[1] for _, f in items]),
+        )
+
+
+def _shown_pages(rows: Any) -> list[tuple[str, str]]:
+    """``(conversation id, page id)`` for each page that the given ``(conversation id, message data)`` rows report."""
+    pairs: dict[tuple[str, str], None] = {}
+    while batch := rows.fetchmany(_BATCH):
+        for conversation_id, data in batch:
+            message = _decoded(bytes(data))
+            if message is not None:
+                pairs.update(((conversation_id, page_id), None) for page_id in page_ids((message,)))
+    return list(pairs)
+
+
+def sqlite_page_shares_backfill(conn: Any, prefix: str = "") -> None:
+    """Share with each existing fork the pages of other conversations that its log shows (SQLite)."""
+    rows = conn.execute(
+        "SELECT c.id, m.data FROM messages AS m JOIN conversations AS c ON c.key = m.conversation "
+        "WHERE c.forked_from IS NOT NULL AND instr(m.data, CAST('page_id' AS BLOB)) > 0"
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO page_shares (conversation_id, page_id) "
+        "SELECT ?1, id FROM pages WHERE id = ?2 AND conversation_id IS NOT ?1",
+        _shown_pages(rows),
+    )
+
+
+def postgres_page_shares_backfill(cursor: Any, prefix: str) -> None:
+    """Share with each existing fork the pages of other conversations that its log shows (PostgreSQL)."""
+    cursor.execute(
+        f"SELECT m.conversation_id, m.data FROM {prefix}messages AS m JOIN {prefix}conversations AS c "
+        "ON c.id = m.conversation_id WHERE c.forked_from IS NOT NULL AND position('page_id'::bytea IN m.data) > 0",
+        binary=True,
+    )
+    pairs = _shown_pages(cursor)
+    if pairs:
+        cursor.execute(
+            f"INSERT INTO {prefix}page_shares (conversation_id, page_id) "
+            f"SELECT u.cid, g.id FROM unnest(%s::text[], %s::text[]) AS u(cid, page) JOIN {prefix}pages AS g "
+            "ON g.id = u.page WHERE g.conversation_id IS DISTINCT FROM u.cid ON CONFLICT DO NOTHING",
+            ([c for c, _ in pairs], [p for _, p in pairs]),
         )

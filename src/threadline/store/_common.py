@@ -22,7 +22,7 @@ from .._text import replace_surrogates, replace_surrogates_in
 from ..errors import MessageListDeserializationError, StoreError
 from ..messages import Message, UserMessage
 from ..serialization import decode_message
-from .base import PageInfo
+from .base import PageInfo, conversation_cache_prefix
 
 __all__ = [
     "check_artifact",
@@ -44,6 +44,8 @@ __all__ = [
     "missing_page",
     "new_page",
     "now",
+    "own_cache_keys",
+    "page_heirs",
     "parse_ts",
     "redact_url",
     "same_stored",
@@ -176,6 +178,28 @@ def new_page(title: str, html: str, css: str, js: str, conversation_id: str | No
     return PageInfo(
         id=new_id(), conversation_id=conversation_id, title=title, html=html, css=css, js=js, created_at=now()
     )
+
+
+def own_cache_keys(conversation_id: str, keys: Sequence[str], others: Sequence[str]) -> list[str]:
+    """Of the cache keys under a conversation's prefix (`conversation_cache_prefix`), those that are its own.
+
+    Args:
+        conversation_id: The conversation being deleted.
+        keys: The cache keys that start with its prefix.
+        others: The ids of the other conversations that start with ``conversation_id + ":"``: a key under one of
+            their prefixes is theirs (the prefix of ``a`` is also the start of the prefix of ``a:b``).
+    """
+    theirs = tuple(conversation_cache_prefix(other) for other in others if other != conversation_id)
+    return [key for key in keys if not key.startswith(theirs)] if theirs else list(keys)
+
+
+def page_heirs(shares: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Who inherits each page of a deleted conversation: ``shares`` are ``(page id, conversation id)`` pairs of the
+    forks that share its pages, oldest fork first; each page goes to the oldest fork sharing it."""
+    heirs: dict[str, str] = {}
+    for page_id, conversation_id in shares:
+        heirs.setdefault(page_id, conversation_id)
+    return heirs
 
 
 # -- error texts: one wording per failure, so users see the same message whichever backend they run ---------------

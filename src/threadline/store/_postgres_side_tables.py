@@ -1,4 +1,5 @@
-"""The tables of a PostgreSQL store beside the logs: artifacts, the request cache of ``generate_text``, and pages.
+"""The tables of a PostgreSQL store beside the logs: artifacts, the request cache of ``generate_text``, and pages; and
+what a conversation's deletion removes from them (`PostgresSideTables._delete_side_rows`).
 
 Their timestamps come from the database server's clock, as the conversations' do, so hosts with skewed clocks still
 agree.
@@ -6,7 +7,8 @@ agree.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._artifact_names import artifact_uri
 from .._ids import new_id
@@ -20,10 +22,15 @@ from ._common import (
     missing_artifact,
     missing_conversation,
     missing_page,
+    own_cache_keys,
+    page_heirs,
 )
 from ._postgres_db import PostgresDatabase, postgres_text, utc
 from ._sql_rows import PAGE_COLUMNS, page_from_row
-from .base import PageInfo
+from .base import PageInfo, conversation_cache_prefix
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["PostgresSideTables"]
 
@@ -119,3 +126,49 @@ class PostgresSideTables:
             (conversation_id,),
         )
         return [page_from_row(row, utc) for row in rows]
+
+    # -- what a conversation leaves beside its log ------------------------------------------------------------
+    def _share_pages(self, cursor: psycopg.Cursor[Any], conversation_id: str, page_ids: Sequence[str]) -> None:
+        """Record that a fork's log shows these pages (those that exist and are not its own), inside its
+        transaction: they stay while it does (see `_delete_side_rows`)."""
+        if page_ids:
+            p = self._db.prefix
+            cursor.execute(
+                f"INSERT INTO {p}page_shares (conversation_id, page_id) SELECT %s, id FROM {p}pages "
+                "WHERE id = ANY(%s) AND conversation_id IS DISTINCT FROM %s ON CONFLICT DO NOTHING",
+                (conversation_id, list(page_ids), conversation_id),
+            )
+
+    def _delete_side_rows(self, cursor: psycopg.Cursor[Any], conversation_id: str) -> None:
+        """Delete what a deleted conversation left beside its log, in the transaction that deleted its row: its
+        cached summaries, and its pages, except those a fork shares, which pass to the oldest such fork."""
+        p = self._db.prefix
+        prefix = conversation_cache_prefix(conversation_id)
+        cursor.execute(f"SELECT key FROM {p}cache WHERE starts_with(key, %s)", (prefix,))
+        keys = [r[0] for r in cursor.fetchall()]
+        if keys:
+            cursor.execute(f"SELECT id FROM {p}conversations WHERE starts_with(id, %s)", (f"{conversation_id}:",))
+            own = own_cache_keys(conversation_id, keys, [r[0] for r in cursor.fetchall()])
+            cursor.execute(f"DELETE FROM {p}cache WHERE key = ANY(%s)", (own,))
+        # FOR KEY SHARE keeps each heir from being deleted before its page is handed to it (a deletion waits here,
+        # and one that went first has taken its row away, so it is not chosen); appends to it are not held up.
+        cursor.execute(
+            f"SELECT s.page_id, s.conversation_id FROM {p}page_shares AS s JOIN {p}pages AS g ON g.id = s.page_id "
+            f"JOIN {p}conversations AS c ON c.id = s.conversation_id WHERE g.conversation_id = %s "
+            "ORDER BY c.created_at, c.id FOR KEY SHARE OF c",
+            (conversation_id,),
+        )
+        heirs = page_heirs(cursor.fetchall())
+        if heirs:
+            pages, owners = list(heirs), list(heirs.values())
+            cursor.execute(
+                f"UPDATE {p}pages AS g SET conversation_id = u.owner "
+                "FROM unnest(%s::text[], %s::text[]) AS u(page, owner) WHERE g.id = u.page",
+                (pages, owners),
+            )
+            cursor.execute(
+                f"DELETE FROM {p}page_shares AS s USING unnest(%s::text[], %s::text[]) AS u(page, owner) "
+                "WHERE s.page_id = u.page AND s.conversation_id = u.owner",
+                (pages, owners),
+            )
+        cursor.execute(f"DELETE FROM {p}pages WHERE conversation_id = %s", (conversation_id,))

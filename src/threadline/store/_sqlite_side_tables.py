@@ -1,7 +1,11 @@
-"""The tables of a SQLite store beside the logs: artifacts, the request cache of ``generate_text``, and pages."""
+"""The tables of a SQLite store beside the logs: artifacts, the request cache of ``generate_text``, and pages; and what
+a conversation's deletion removes from them (`delete_side_rows`)."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from .._artifact_names import artifact_uri
@@ -16,14 +20,16 @@ from ._common import (
     missing_page,
     new_page,
     now,
+    own_cache_keys,
+    page_heirs,
     parse_ts,
     slice_text,
 )
 from ._sql_rows import PAGE_COLUMNS, page_from_row
 from ._sqlite_db import SQLiteDatabase
-from .base import PageInfo
+from .base import PageInfo, conversation_cache_prefix
 
-__all__ = ["SQLiteSideTables"]
+__all__ = ["SQLiteSideTables", "delete_side_rows", "share_pages"]
 
 _PAGE_COLUMNS = ", ".join(PAGE_COLUMNS)
 
@@ -96,3 +102,45 @@ class SQLiteSideTables:
             f"SELECT {_PAGE_COLUMNS} FROM pages WHERE conversation_id = ? ORDER BY created_at, id", (conversation_id,)
         )
         return [page_from_row(row, parse_ts) for row in rows]
+
+
+def _prefix_range(prefix: str) -> tuple[str, str]:
+    """The bounds ``[low, high)`` of the text that starts with ``prefix`` (SQLite compares text by its UTF-8 bytes,
+    whose order is that of code points), so a lookup by prefix uses the primary key's index."""
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def share_pages(conn: sqlite3.Connection, conversation_id: str, page_ids: Sequence[str]) -> None:
+    """Record that a fork's log shows these pages (those that exist and are not its own), inside its write
+    transaction: they stay while it does (see `delete_side_rows`)."""
+    if page_ids:
+        conn.execute(
+            "INSERT OR IGNORE INTO page_shares (conversation_id, page_id) SELECT ?1, id FROM pages "
+            "WHERE id IN (SELECT value FROM json_each(?2)) AND conversation_id IS NOT ?1",
+            (conversation_id, json.dumps(list(page_ids))),
+        )
+
+
+def delete_side_rows(conn: sqlite3.Connection, conversation_id: str) -> None:
+    """Delete what a conversation left beside its log (inside the write transaction that deletes it): its artifacts,
+    its cached summaries, its shares of other conversations' pages, and its pages, except those a fork shares,
+    which pass to the oldest such fork."""
+    conn.execute("DELETE FROM artifacts WHERE conversation_id = ?", (conversation_id,))
+    low, high = _prefix_range(conversation_cache_prefix(conversation_id))
+    keys = [r[0] for r in conn.execute("SELECT key FROM cache WHERE key >= ? AND key < ?", (low, high))]
+    if keys:
+        low, high = _prefix_range(f"{conversation_id}:")
+        others = [r[0] for r in conn.execute("SELECT id FROM conversations WHERE id >= ? AND id < ?", (low, high))]
+        conn.executemany(
+            "DELETE FROM cache WHERE key = ?", [(key,) for key in own_cache_keys(conversation_id, keys, others)]
+        )
+    conn.execute("DELETE FROM page_shares WHERE conversation_id = ?", (conversation_id,))
+    shares = conn.execute(
+        "SELECT s.page_id, s.conversation_id FROM page_shares AS s JOIN pages AS g ON g.id = s.page_id "
+        "JOIN conversations AS c ON c.id = s.conversation_id WHERE g.conversation_id = ? ORDER BY c.created_at, c.id",
+        (conversation_id,),
+    ).fetchall()
+    heirs = list(page_heirs(shares).items())
+    conn.executemany("UPDATE pages SET conversation_id = ?2 WHERE id = ?1", heirs)
+    conn.executemany("DELETE FROM page_shares WHERE page_id = ?1 AND conversation_id = ?2", heirs)
+    conn.execute("DELETE FROM pages WHERE conversation_id = ?", (conversation_id,))

@@ -31,12 +31,27 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..messages import Message, MessageList
+from ..messages import Message, MessageList, ToolMessage
 
 if TYPE_CHECKING:
     from .leases import Lease
 
-__all__ = ["ConversationInfo", "ConversationSummary", "ImportItem", "MessagePage", "PageInfo", "Store"]
+__all__ = [
+    "ConversationInfo",
+    "ConversationSummary",
+    "ImportItem",
+    "MessagePage",
+    "PageInfo",
+    "Store",
+    "conversation_cache_prefix",
+    "whole_tool_groups",
+]
+
+
+def conversation_cache_prefix(conversation_id: str) -> str:
+    """What the request-cache keys of one conversation start with (its context summaries): `Store.delete_conversation`
+    deletes those entries with it. Every other cache entry (``generate_text`` results) belongs to no conversation."""
+    return f"summary:{conversation_id}:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +177,20 @@ class Store(ABC):
 
     @abstractmethod
     def delete_conversation(self, conversation_id: str) -> None:
-        """Delete a conversation with its messages and artifacts."""
+        """Delete a conversation with everything it left in the store, in one transaction: its messages (and
+        their search index), its artifacts, its cached context summaries (keys under `conversation_cache_prefix`)
+        and the pages it made (``Pages.generate_ui``), so none of them stays reachable (the viewer answers 404 at
+        ``/p/<page_id>``).
+
+        A page that a fork of it also shows (the fork copied the tool result that made it, see
+        `fork_conversation`) is not deleted while such a fork remains: it passes to the oldest of them (its
+        ``conversation_id`` becomes that fork's, and ``list_pages`` lists it there), and goes when that one is
+        deleted in turn. The fork's log holds the page's code anyway, so deleting the page would take nothing
+        private away and would only break the fork.
+
+        Raises:
+            StoreError: if there is no conversation with that id (then nothing is deleted).
+        """
 
     # The log
     @abstractmethod
@@ -231,6 +259,9 @@ class Store(ABC):
         ``<conversation_id>@<at>`` (``metadata["forked_from"]``). When ``at`` made tool calls (or is one of their
         results), the fork keeps the rest of that tool group, so it never ends half-answered. The original is left
         untouched. The fork takes the original's title unless ``title`` is given, and its active mode.
+
+        The pages its copied log shows (made by ``Pages.generate_ui`` in the original, or shared with it) are shared
+        with the fork: they stay reachable while either conversation does (see `delete_conversation`).
 
         Raises:
             StoreError: if there is no such conversation or message, or ``id`` is taken.
@@ -308,3 +339,21 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def whole_tool_groups(store: Store, conversation_id: str, page: MessagePage) -> MessagePage:
+    """``page`` made to start with a whole tool group: while it starts with tool results, the messages before them
+    are read back (by sequence number, a few at a time) to the message that precedes them, their call.
+
+    So a page read from the middle of a log (`Store.read_tail`) shows each result with the call it answers.
+    """
+    messages, seqs, has_older = list(page.messages), list(page.seqs), page.has_older
+    while messages and isinstance(messages[0], ToolMessage) and has_older:
+        more = store.read_tail(conversation_id, 8, before=seqs[0])
+        if not more.messages:
+            break
+        starts = [i for i, message in enumerate(more.messages) if not isinstance(message, ToolMessage)]
+        start = starts[-1] if starts else 0
+        messages[:0], seqs[:0] = more.messages[start:], more.seqs[start:]
+        has_older = start > 0 or more.has_older
+    return MessagePage(messages, seqs, has_older)

@@ -5,13 +5,15 @@ never land inside its tool group. Each backend keeps it where a dead holder cann
 
 - in-process (`LocalLeases`: `MemoryStore`, and the default of any store): a table in memory;
 - SQLite (`FileLease`): an exclusive ``flock`` on a small file beside the database, ``<db>-leases/<hash>``, which the
-  kernel drops the moment the holding process dies, ``kill -9`` included;
+  kernel drops the moment the holding process dies, ``kill -9`` included; the file exists only while the lease is
+  held (see `try_file_lease`);
 - PostgreSQL: a session advisory lock on a connection kept for leases (see `threadline.store.postgres`), which the
   server drops when that connection ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -28,6 +30,7 @@ __all__ = [
     "appended_behind",
     "lease_file",
     "local_leases",
+    "remove_lease_file",
     "try_file_lease",
 ]
 
@@ -137,6 +140,19 @@ def try_file_lease(database: Path, conversation_id: str) -> Lease | None:
     ``flock`` locks belong to an open file, so two holders in one process exclude each other as two processes do.
     Where ``fcntl`` does not exist (Windows), the lease excludes writers of this process only.
 
+    The lock file lives only while a lease is held: `Lease.release` removes it (then the directory too, once
+    empty), so ``<db>-leases/`` does not grow with every conversation ever run. Removing a lock file that another
+    process may have open is safe here because a lease is held only on the file its path names:
+
+    - a taker locks the file it opened, then checks that the path still names that file (same device and inode);
+      if not, a releaser removed it in between, and the taker lets go and starts over on the path's new file;
+    - a releaser removes the path while it still holds the lock, and only then closes the file.
+
+    So the path names a holder's file for as long as it holds it (only a holder removes the path, and only its own
+    file), and two holders of one conversation would need the path to name two files at once. A holder killed
+    before it removes its file leaves it behind, unlocked by the kernel: the next lease of that conversation takes
+    it and removes it on release (and `remove_lease_file` removes it when the conversation is deleted).
+
     Raises:
         OSError: if the lock file cannot be created.
     """
@@ -145,22 +161,77 @@ def try_file_lease(database: Path, conversation_id: str) -> Lease | None:
     except ImportError:  # pragma: no cover - not on POSIX
         return _fallback.try_lease(f"{database}\0{conversation_id}")
     path = lease_file(database, conversation_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    except BaseException:
-        os.close(fd)
-        raise
+    while True:
+        fd = _open_lock_file(path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _names(path, fd):
+                break
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # a releaser removed this file after we opened it: start over on the path's new file
 
     def release() -> None:
-        # Closing the file drops the lock (it is this file's only descriptor).
-        os.close(fd)
+        # Remove the path while holding the lock (see above), then close the file, which drops the lock (it is
+        # this file's only descriptor).
+        try:
+            _remove(path)
+        finally:
+            os.close(fd)
 
     return FileLease(conversation_id, release)
+
+
+def remove_lease_file(database: Path, conversation_id: str) -> None:
+    """Remove the conversation's lock file if a killed holder left one and no one holds it (a held lease removes its
+    own file on release). Used when the conversation is deleted.
+
+    Raises:
+        OSError: if the file exists but cannot be opened or removed.
+    """
+    path = lease_file(database, conversation_id)
+    if not path.exists():
+        return
+    lease = try_file_lease(database, conversation_id)
+    if lease is not None:
+        lease.release()
+
+
+def _open_lock_file(path: Path) -> int:
+    """Open a lock file, creating it and its directory if needed (a releaser may remove the directory between the
+    two steps: it is made again)."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        try:
+            return os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            # Made by another process meanwhile (and maybe removed again: then the loop makes it once more).
+            with contextlib.suppress(FileExistsError):
+                path.parent.mkdir()
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` names the open file ``fd``."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _remove(path: Path) -> None:
+    """Remove a released lock file, then its directory if that leaves it empty. A file that cannot be removed stays
+    (the next lease of its conversation uses it): releasing never fails for it."""
+    try:
+        path.unlink(missing_ok=True)
+        path.parent.rmdir()
+    except OSError:
+        pass  # the directory is not empty (other leases are held) or is gone; or the file could not be removed
 
 
 _fallback = LocalLeases()

@@ -7,6 +7,7 @@ changes the stored log (as with the database backends), and a load returns new m
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Any
 
 from .._artifact_names import artifact_uri
 from .._ids import new_id
+from .._page_ids import page_ids
 from ..errors import StoreError
 from ..messages import Message, MessageList
 from ..serialization import decode_message, decode_messages, encode_message
@@ -33,13 +35,23 @@ from ._common import (
     missing_page,
     new_page,
     now,
+    own_cache_keys,
+    page_heirs,
     same_stored,
     slice_text,
     store_text,
     unique_messages,
 )
 from ._search import conversation_figures, fork_end, query_words, search_text, snippet, words_match
-from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo, Store
+from .base import (
+    ConversationInfo,
+    ConversationSummary,
+    ImportItem,
+    MessagePage,
+    PageInfo,
+    Store,
+    conversation_cache_prefix,
+)
 from .leases import appended_behind
 
 __all__ = ["MemoryStore"]
@@ -57,6 +69,7 @@ class _Conversation:
     ids: dict[str, int] = field(default_factory=dict)  # message id -> seq (its index in rows)
     texts: list[str] = field(default_factory=list)  # each row's search text
     artifacts: dict[str, str] = field(default_factory=dict)
+    shared_pages: set[str] = field(default_factory=set)  # other conversations' pages its log shows (a fork's)
     model: str | None = None
     failures: int = 0
     forked_from: str | None = None
@@ -159,6 +172,20 @@ class MemoryStore(Store):
         with self._lock:
             self._get(conversation_id)
             del self._conversations[conversation_id]
+            others = [c for c in self._conversations if c.startswith(f"{conversation_id}:")]
+            prefix = conversation_cache_prefix(conversation_id)
+            for key in own_cache_keys(conversation_id, [k for k in self._cache if k.startswith(prefix)], others):
+                del self._cache[key]
+            sharers = sorted(self._conversations.values(), key=lambda c: (c.created_at, c.id))
+            owned = [page for page in self._pages.values() if page.conversation_id == conversation_id]
+            heirs = page_heirs([(page.id, c.id) for page in owned for c in sharers if page.id in c.shared_pages])
+            for page in owned:
+                heir = heirs.get(page.id)
+                if heir is None:
+                    del self._pages[page.id]
+                else:
+                    self._pages[page.id] = dataclasses.replace(page, conversation_id=heir)
+                    self._conversations[heir].shared_pages.discard(page.id)
 
     def append(self, conversation_id: str, messages: Iterable[Message], *, expected_count: int | None = None) -> None:
         items = unique_messages(list(messages))
@@ -264,6 +291,7 @@ class MemoryStore(Store):
             )
             for message, data in zip(messages[:cut], source.rows[:cut], strict=True):
                 fork.add(message, data)
+            fork.shared_pages = {page_id for page_id in page_ids(messages[:cut]) if page_id in self._pages}
             self._conversations[fork_id] = fork
             return fork.info()
 

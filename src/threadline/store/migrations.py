@@ -19,7 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StoreError
-from ._backfill import postgres_viewer_backfill, sqlite_viewer_backfill
+from ._backfill import (
+    postgres_page_shares_backfill,
+    postgres_viewer_backfill,
+    sqlite_page_shares_backfill,
+    sqlite_viewer_backfill,
+)
 
 __all__ = ["POSTGRES_MIGRATIONS", "SQLITE_MIGRATIONS", "Migration", "MigrationState", "pending_migrations"]
 
@@ -161,6 +166,20 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         ),
         backfill=sqlite_viewer_backfill,
     ),
+    Migration(
+        "page_shares",
+        (
+            # The pages a fork shows from the conversation it was copied from (the tool result that made each is in
+            # its log): deleting that conversation leaves them to the fork instead of deleting them.
+            """CREATE TABLE page_shares (
+                conversation_id TEXT NOT NULL,
+                page_id TEXT NOT NULL,
+                PRIMARY KEY (conversation_id, page_id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX page_shares_by_page ON page_shares (page_id)",
+        ),
+        backfill=sqlite_page_shares_backfill,
+    ),
 )
 
 # -- PostgreSQL ------------------------------------------------------------------------------------------------------
@@ -226,5 +245,17 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX messages_search ON {prefix}messages USING gin (search)",
         ),
         backfill=postgres_viewer_backfill,
+    ),
+    Migration(
+        "page_shares",
+        (
+            """CREATE TABLE {prefix}page_shares (
+                conversation_id TEXT NOT NULL REFERENCES {prefix}conversations (id) ON DELETE CASCADE,
+                page_id TEXT NOT NULL REFERENCES {prefix}pages (id) ON DELETE CASCADE,
+                PRIMARY KEY (conversation_id, page_id)
+            )""",
+            "CREATE INDEX page_shares_by_page ON {prefix}page_shares (page_id)",
+        ),
+        backfill=postgres_page_shares_backfill,
     ),
 )

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._ids import new_id
+from .._page_ids import page_ids
 from ..messages import Message, MessageList
 from ..serialization import decode_messages, encode_message
 from ._common import (
@@ -170,11 +171,13 @@ class PostgresStore(PostgresSideTables, Store):
 
     def delete_conversation(self, conversation_id: str) -> None:
         with self._db.tx() as cursor:
-            # Messages and artifacts go with it (ON DELETE CASCADE).
+            # Messages, artifacts and its shares of other conversations' pages go with it (ON DELETE CASCADE). The
+            # row lock it takes waits for a fork being made of it (which holds the row FOR SHARE), so that fork's
+            # shares are seen below.
             cursor.execute(f"DELETE FROM {self._db.prefix}conversations WHERE id = %s", (conversation_id,))
-            deleted = cursor.rowcount
-        if not deleted:
-            raise missing_conversation(conversation_id, self.url)
+            if not cursor.rowcount:
+                raise missing_conversation(conversation_id, self.url)
+            self._delete_side_rows(cursor, conversation_id)
 
     # -- the log ----------------------------------------------------------------------------------------------
     def append(self, conversation_id: str, messages: Iterable[Message], *, expected_count: int | None = None) -> None:
@@ -400,11 +403,13 @@ class PostgresStore(PostgresSideTables, Store):
             cursor.execute(
                 f"SELECT data FROM {p}messages WHERE conversation_id = %s ORDER BY seq", (fork_id,), binary=True
             )
-            model, failures = conversation_figures(decode_messages([bytes(r[0]) for r in cursor.fetchall()]))
+            kept = decode_messages([bytes(r[0]) for r in cursor.fetchall()])
+            model, failures = conversation_figures(kept)
             cursor.execute(
                 f"UPDATE {p}conversations SET message_count = %s, last_model = %s, failures = %s WHERE id = %s",
                 (copied, model, failures, fork_id),
             )
+            self._share_pages(cursor, fork_id, page_ids(kept))
         return self.get_conversation(fork_id)
 
     def list_forks(self, conversation_id: str) -> list[ConversationInfo]:

@@ -11,7 +11,7 @@ How it keeps its promises:
 - One connection per thread (and per process: a forked child opens its own), because a SQLite connection must not
   be used by two threads at once.
 - Writer leases (`try_lease`) are ``flock`` locks on files in ``<db>-leases/`` (see `threadline.store.leases`): the
-  kernel releases them when the holding process dies.
+  kernel releases them when the holding process dies, and a file exists only while its lease is held.
 - ``synchronous=NORMAL`` by default: in WAL mode a commit survives the process being killed at any point (the
   crash tests kill -9 at every persistence point); after a power cut the last commits may be lost but the file is
   never corrupt. ``sqlite:///path?synchronous=full`` syncs every commit to disk (much slower on most disks).
@@ -23,6 +23,7 @@ index and search in `threadline.store._sqlite_index`; artifacts, the request cac
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._ids import new_id
+from .._page_ids import page_ids
 from ..errors import StoreError
 from ..messages import Message, MessageList
 from ..serialization import decode_messages, encode_message
@@ -63,9 +65,9 @@ from ._sql_rows import (
 )
 from ._sqlite_db import SYNCHRONOUS, SQLiteDatabase
 from ._sqlite_index import SEQ_MASK, copy_index, key_range, search, search_rows
-from ._sqlite_side_tables import SQLiteSideTables
+from ._sqlite_side_tables import SQLiteSideTables, delete_side_rows, share_pages
 from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, Store
-from .leases import Lease, appended_behind, try_file_lease
+from .leases import Lease, appended_behind, remove_lease_file, try_file_lease
 
 __all__ = ["SQLiteStore"]
 
@@ -172,7 +174,11 @@ class SQLiteStore(SQLiteSideTables, Store):
                 raise missing_conversation(conversation_id, self.url)
             conn.execute("DELETE FROM messages WHERE conversation = ?", (row[0],))
             conn.execute("DELETE FROM message_search WHERE rowid BETWEEN ? AND ?", key_range(row[0]))
-            conn.execute("DELETE FROM artifacts WHERE conversation_id = ?", (conversation_id,))
+            delete_side_rows(conn, conversation_id)
+        # Its lease file, if a writer that was killed left one (a released lease removes its own); a file that
+        # cannot be removed is harmless, and the conversation is deleted already.
+        with contextlib.suppress(OSError):
+            remove_lease_file(self.path, conversation_id)
 
     # -- the log ----------------------------------------------------------------------------------------------
     def append(self, conversation_id: str, messages: Iterable[Message], *, expected_count: int | None = None) -> None:
@@ -342,6 +348,7 @@ class SQLiteStore(SQLiteSideTables, Store):
                 "failures = ? WHERE key = ?",
                 (copied, cut + 1, cut + 1, model, failures, new_key),
             )
+            share_pages(conn, fork_id, page_ids(kept))
         return self.get_conversation(fork_id)
 
     def list_forks(self, conversation_id: str) -> list[ConversationInfo]:

@@ -6,7 +6,8 @@ the tool result, it reviews concrete text in a second pass and calls again with 
 toolset's instructions, added to the system prompt while it is offered, ask for exactly that review.
 
 Pages are saved in a store, under the conversation that made them (`Pages` is bound to each conversation through
-`Toolset.bind`), and served by the web viewer at ``<base URL>/p/<page_id>``.
+`Toolset.bind`), and served by the web viewer at ``<base URL>/p/<page_id>``. `page_id_of` reads the page id back
+from an answer in a log (the viewer shows the page beside its call; a fork shares the pages its log shows).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from .._page_ids import page_id_of
 from ..errors import UserError
 from ..tools import Tool, Toolset
 
@@ -22,7 +24,15 @@ if TYPE_CHECKING:
     from ..store.base import Store
     from ..tools import ToolHost
 
-__all__ = ["DEFAULT_PAGES_URL", "PAGES_INSTRUCTIONS", "PAGES_URL_ENV", "PAGE_LIMITS", "Pages", "page_url"]
+__all__ = [
+    "DEFAULT_PAGES_URL",
+    "PAGES_INSTRUCTIONS",
+    "PAGES_URL_ENV",
+    "PAGE_LIMITS",
+    "Pages",
+    "page_id_of",
+    "page_url",
+]
 
 PAGES_URL_ENV = "THREADLINE_PAGES_URL"
 DEFAULT_PAGES_URL = "http://127.0.0.1:8765"  # the address `threadline serve` binds by default

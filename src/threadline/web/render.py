@@ -28,8 +28,9 @@ def iso(value: datetime) -> str:
 
 
 def when(value: datetime) -> str:
-    """A timestamp as shown before the script localizes it."""
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    """A timestamp as shown before the script localizes it, with a four-digit year (not strftime: glibc's ``%Y``
+    writes the year 5 as ``5``)."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="minutes") + " UTC"
 
 
 def marks(text: str, query: str) -> Iterator[tuple[str, bool]]:

@@ -9,7 +9,6 @@ escape every string they hold: no message text is ever treated as HTML.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +23,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ..toolboxes.pages import page_id_of
 
 __all__ = [
     "TEXT_LIMIT",
@@ -40,7 +40,6 @@ __all__ = [
 # returned a 5 MB file must not make the timeline unusable.
 TEXT_LIMIT = 20_000
 PREVIEW_CHARS = 90
-_PAGE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,21 +158,6 @@ def _arguments(call: ToolCall) -> tuple[str, str]:
     if len(one_line) > PREVIEW_CHARS:
         one_line = one_line[: PREVIEW_CHARS - 1] + "…"
     return one_line, full
-
-
-def page_id_of(result: ToolMessage) -> str | None:
-    """The page a tool result reports having made: ``Pages.generate_ui`` answers JSON holding ``page_id``."""
-    content = result.content
-    if result.is_error or '"page_id"' not in content:
-        return None
-    try:
-        data = json.loads(content)
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("success") is False:
-        return None
-    page_id = data.get("page_id")
-    return page_id if isinstance(page_id, str) and _PAGE_ID.match(page_id) else None
 
 
 def tool_view(call: ToolCall | None, result: ToolMessage | None) -> ToolView:
