@@ -39,7 +39,7 @@ from .. import __version__
 from ..errors import StoreError
 from ..messages import MODES, AssistantMessage, Message, ToolMessage, content_for_model
 from ..models import DEFAULT_MODELS, Model, default_model_name
-from ..store import MessagePage, Store, open_store
+from ..store import MessagePage, Store, open_store, whole_tool_groups
 from .live import TurnEvents, event_stream
 from .render import environment, markup, page_document, pager_query, render_items, render_tool_part, stylesheet
 from .security import Guard
@@ -98,20 +98,6 @@ def _forks_of(store: Store, cid: str) -> tuple[dict[str, Any], list[Any]]:
     forks = store.list_forks(cid)
     links = fork_links((str(f.metadata.get("forked_from", {}).get("message", "")), f.id, f.title or "") for f in forks)
     return links, forks
-
-
-def _extend_to_group(store: Store, cid: str, page: MessagePage) -> MessagePage:
-    """Make a part start with a whole tool group: while it starts with tool results, read back to their call."""
-    messages, seqs, has_older = list(page.messages), list(page.seqs), page.has_older
-    while messages and isinstance(messages[0], ToolMessage) and has_older:
-        more = store.read_tail(cid, 8, before=seqs[0])
-        if not more.messages:
-            break
-        starts = [i for i, message in enumerate(more.messages) if not isinstance(message, ToolMessage)]
-        start = starts[-1] if starts else 0
-        messages[:0], seqs[:0] = more.messages[start:], more.seqs[start:]
-        has_older = start > 0 or more.has_older
-    return MessagePage(messages, seqs, has_older)
 
 
 def _configured_models() -> dict[str, str | Model]:
@@ -275,7 +261,7 @@ def _read_part(store: Store, cid: str, before: int | None, at: str | None) -> tu
     else:
         page = store.read_tail(cid, PAGE_SIZE, before=before)
         at_end = before is None or not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
-    page = _extend_to_group(store, cid, page)
+    page = whole_tool_groups(store, cid, page)
     return info, page, at_end, _forks_of(store, cid)
 
 
@@ -317,7 +303,7 @@ def _read_more(store: Store, cid: str, before: int | None, after: int | None) ->
         page = store.read_after(cid, after, PAGE_SIZE)
         at_end = not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
         return page, at_end, _forks_of(store, cid)[0]
-    page = _extend_to_group(store, cid, store.read_tail(cid, PAGE_SIZE, before=before))
+    page = whole_tool_groups(store, cid, store.read_tail(cid, PAGE_SIZE, before=before))
     return page, False, _forks_of(store, cid)[0]
 
 
