@@ -8,6 +8,7 @@ unreachable.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +34,18 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     ):
         monkeypatch.delenv(key, raising=False)
     yield home
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_event_loop_left_running() -> None:
+    """A fixture that outlives its module and leaves this thread marked as running an event loop (a sync Playwright
+    does, between its calls) breaks every later async test with an unrelated-looking error ("Runner.run() cannot be
+    called from a running event loop"): fail at the start of the next module, naming the cause."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    pytest.fail(f"an earlier test module left an event loop running in this thread: {loop!r}")
 
 
 @pytest.fixture

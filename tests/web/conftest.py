@@ -84,8 +84,11 @@ def serve() -> Iterator[Callable[..., Served]]:
         served.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium, one per test module. Not one per session: while a sync Playwright is open, the thread that opened
+    it counts as running an event loop (Playwright's loop, parked in a greenlet between calls), so ``asyncio.run``
+    and every async test in this thread fail with "cannot be called from a running event loop" until it closes."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
