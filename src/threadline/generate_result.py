@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from .messages import AssistantMessage, Message, MessageList, ToolMessage, Usage
+from .serialization import dump_dict, typed_decoder
 
 __all__ = [
     "CACHE_PREFIX",
@@ -112,8 +115,6 @@ def result_to_cache(result: GenerateTextResult, input_count: int) -> dict[str, A
     (the prefix is usually one message shared by every step); a step names its prefix by positions in that list.
     So a hit reads every message in one pass.
     """
-    from .serialization import dump_dict
-
     new = result.new_messages
     log = list(result.messages)
     kept: list[Message] = list(new)
@@ -146,47 +147,74 @@ def _sent_from_log(messages: Iterable[Message]) -> list[Message]:
     return [message for message in messages if message.meta.include_in_context]
 
 
-def result_from_cache(value: Any, messages: MessageList, request_hash: str) -> GenerateTextResult | None:
-    """A cached value as the result for ``messages`` (None when the value is not a readable result, e.g. written
-    by another version: the request then runs again)."""
-    from .errors import MessageListDeserializationError
-    from .serialization import load_data
+# The stored form of a result, decoded from the cache's JSON bytes in one pass: every message checked as a stored
+# message is, every number where it must be; what the types cannot say (positions within bounds, the kinds of the
+# messages at them) `result_from_cache` checks.
+_Position = Annotated[int, msgspec.Meta(ge=0)]
 
-    if not isinstance(value, dict):
-        return None
+
+class _CachedUsage(msgspec.Struct):
+    input_tokens: int
+    output_tokens: int
+
+
+class _CachedStep(msgspec.Struct):
+    prefix: list[_Position]
+    at: _Position
+    duration_ms: float
+
+
+class _CachedResult(msgspec.Struct):
+    text: str
+    stop_reason: str
+    usage: _CachedUsage
+    new_count: _Position
+    messages: list[Message]
+    steps: list[_CachedStep]
+
+
+_cached_decoder = typed_decoder(_CachedResult)
+
+
+def result_from_cache(data: bytes, messages: MessageList, request_hash: str) -> GenerateTextResult | None:
+    """A cached value (its JSON bytes) as the result for ``messages``, or None when the bytes are not a whole, readable
+    result (damaged, or written by another version): the request then runs again, and its result replaces them."""
     try:
-        kept = load_data({"version": "2.0", "messages": value["messages"]})
-        new = kept[: value["new_count"]]
-        usage = Usage(
-            input_tokens=int(value["usage"]["input_tokens"]), output_tokens=int(value["usage"]["output_tokens"])
-        )
-        log = messages.copy()
-        log.extend(new)
-        sent_log = _sent_from_log(log)
-        count = len(messages)
-        steps = []
-        for item in value["steps"]:
-            at = item["at"]
-            response = new[at]
-            if not isinstance(response, AssistantMessage):
-                return None
-            results = []
-            for message in new[at + 1 :]:
-                if not isinstance(message, ToolMessage):
-                    break
-                results.append(message)
-            sent = [kept[index] for index in item["prefix"]]
-            sent.extend(sent_log[: count + at] if len(sent_log) == len(log) else _sent_from_log(log[: count + at]))
-            steps.append(GenerateStep(sent, response, results, response.usage, float(item["duration_ms"])))
-        return GenerateTextResult(
-            text=str(value["text"]),
-            messages=log,
-            new_messages=new,
-            steps=steps,
-            usage=usage,
-            request_hash=request_hash,
-            stop_reason=str(value["stop_reason"]),
-            cached=True,
-        )
-    except (KeyError, TypeError, ValueError, IndexError, MessageListDeserializationError):
+        cached = _cached_decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError, RecursionError):
         return None
+    kept = cached.messages
+    count = cached.new_count
+    if count > len(kept) or len({message.id for message in kept}) != len(kept):
+        return None
+    new = kept[:count]
+    log = MessageList.unchecked([*messages, *new])  # no per-item type check: the decoder made each one a message
+    sent_log = _sent_from_log(log)
+    start = len(messages)
+    steps = []
+    for item in cached.steps:
+        at = item.at
+        if at >= count or any(index >= len(kept) for index in item.prefix):
+            return None
+        response = new[at]
+        if not isinstance(response, AssistantMessage):
+            return None
+        results = []
+        for message in new[at + 1 :]:
+            if not isinstance(message, ToolMessage):
+                break
+            results.append(message)
+        sent = [kept[index] for index in item.prefix]
+        sent.extend(sent_log[: start + at] if len(sent_log) == len(log) else _sent_from_log(log[: start + at]))
+        steps.append(GenerateStep(sent, response, results, response.usage, item.duration_ms))
+    usage = cached.usage
+    return GenerateTextResult(
+        text=cached.text,
+        messages=log,
+        new_messages=new,
+        steps=steps,
+        usage=Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
+        request_hash=request_hash,
+        stop_reason=cached.stop_reason,
+        cached=True,
+    )
