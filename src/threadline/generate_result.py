@@ -189,23 +189,25 @@ def result_from_cache(data: bytes, messages: MessageList, request_hash: str) -> 
     new = kept[:count]
     log = MessageList.unchecked([*messages, *new])  # no per-item type check: the decoder made each one a message
     sent_log = _sent_from_log(log)
+    all_sent = len(sent_log) == len(log)
     start = len(messages)
     steps = []
-    for item in cached.steps:
-        at = item.at
-        if at >= count or any(index >= len(kept) for index in item.prefix):
-            return None
-        response = new[at]
-        if not isinstance(response, AssistantMessage):
-            return None
-        results = []
-        for message in new[at + 1 :]:
-            if not isinstance(message, ToolMessage):
-                break
-            results.append(message)
-        sent = [kept[index] for index in item.prefix]
-        sent.extend(sent_log[: start + at] if len(sent_log) == len(log) else _sent_from_log(log[: start + at]))
-        steps.append(GenerateStep(sent, response, results, response.usage, item.duration_ms))
+    try:
+        for item in cached.steps:
+            at = item.at
+            response = new[at]
+            if not isinstance(response, AssistantMessage):
+                return None
+            results = []
+            for message in new[at + 1 :]:
+                if not isinstance(message, ToolMessage):
+                    break
+                results.append(message)
+            sent = [kept[index] for index in item.prefix]
+            sent.extend(sent_log[: start + at] if all_sent else _sent_from_log(log[: start + at]))
+            steps.append(GenerateStep(sent, response, results, response.usage, item.duration_ms))
+    except IndexError:  # a position past the messages (the decoder refused negative ones)
+        return None
     usage = cached.usage
     return GenerateTextResult(
         text=cached.text,
