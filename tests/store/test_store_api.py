@@ -225,6 +225,14 @@ def test_request_cache_raw_bytes(any_store: Store) -> None:
     assert json.loads(any_store.cache_get_raw("h1") or b"") == ["replaced"]
 
 
+def test_the_default_raw_cache_read_encodes_the_decoded_value() -> None:
+    # What a backend that does not keep JSON itself inherits from Store.
+    store = open_store("memory://")
+    store.cache_put("k", {"a": [1, "é", None]})
+    assert json.loads(Store.cache_get_raw(store, "k") or b"") == {"a": [1, "é", None]}
+    assert Store.cache_get_raw(store, "missing") is None
+
+
 @pytest.mark.parametrize("damaged", ['{"text": "Sun', "not JSON at all", ""])
 def test_a_damaged_cache_row_is_read_as_stored_and_named_when_decoded(
     store: Store, store_url: str, damaged: str

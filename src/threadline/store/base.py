@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ..messages import Message, MessageList
 
 if TYPE_CHECKING:
@@ -297,11 +299,7 @@ class Store(ABC):
         version. This default re-encodes `cache_get`'s value; backends that keep the JSON return it as it is.
         """
         value = self.cache_get(key)
-        if value is None:
-            return None
-        import msgspec
-
-        return msgspec.json.encode(value)
+        return None if value is None else msgspec.json.encode(value)
 
     # Pages
     @abstractmethod
