@@ -29,12 +29,11 @@ from .generate_result import GenerateStep, GenerateTextResult, cache_key, result
 from .hashing import GenerateRequest, hash_request, prepare_request
 from .messages import AssistantMessage, Message, MessageList, ToolMessage, UserMessage
 from .models.base import Model
+from .store.base import Store
 from .tools import ResolvedTools, Tool
 
 if TYPE_CHECKING:
     import asyncio
-
-    from .store.base import Store
 
 __all__ = ["GenerateHost", "generate_text", "generate_text_sync"]
 
@@ -289,15 +288,13 @@ def _land(flights: dict[str, _Flight], key: str, flight: _Flight, _: object) -> 
 
 
 def _cached(cache: Store, key: str, messages: MessageList) -> GenerateTextResult | None:
-    from .store.base import Store
-
     if not isinstance(cache, Store):
         raise UserError(
             f"cache= takes a store (threadline.open_store(...)), got {type(cache).__name__}; the JSON-files layout "
             "is an import/export format and cannot cache"
         )
-    value = cache.cache_get(cache_key(key))
-    return None if value is None else result_from_cache(value, messages, key)
+    data = cache.cache_get_raw(cache_key(key))
+    return None if data is None else result_from_cache(data, messages, key)
 
 
 async def _run(

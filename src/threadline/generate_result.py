@@ -10,10 +10,12 @@ stored once per step.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from .messages import AssistantMessage, Message, MessageList, ToolMessage, Usage
+from .serialization import dump_dict, typed_decoder
 
 __all__ = [
     "CACHE_PREFIX",
@@ -34,8 +36,9 @@ def cache_key(request_hash: str) -> str:
     return CACHE_PREFIX + request_hash
 
 
-@dataclass(frozen=True, slots=True)
-class GenerateStep:
+# The result types are frozen msgspec Structs rather than frozen dataclasses: a cache hit builds one result and one
+# step per model call, and a frozen dataclass's __init__ (object.__setattr__ per field) cost ~1 µs more each.
+class GenerateStep(msgspec.Struct, frozen=True):
     """One model call of a ``generate_text`` run.
 
     Attributes:
@@ -48,7 +51,7 @@ class GenerateStep:
 
     messages: list[Message]
     response: AssistantMessage
-    tool_results: list[ToolMessage] = field(default_factory=list)
+    tool_results: list[ToolMessage] = msgspec.field(default_factory=list)
     usage: Usage | None = None
     duration_ms: float = 0.0
 
@@ -58,8 +61,7 @@ class GenerateStep:
         return list(self.response.tool_calls)
 
 
-@dataclass(frozen=True, slots=True)
-class GenerateTextResult:
+class GenerateTextResult(msgspec.Struct, frozen=True):
     """The outcome of ``generate_text``.
 
     Attributes:
@@ -89,7 +91,7 @@ class GenerateTextResult:
         """This result as the answer to another caller's equal input (their own message objects first)."""
         log = messages.copy()
         log.extend(self.new_messages)
-        return replace(self, messages=log, new_messages=list(self.new_messages))
+        return msgspec.structs.replace(self, messages=log, new_messages=list(self.new_messages))
 
 
 def find_tool_result(messages: Iterable[Message], tool_name: str) -> ToolMessage | None:
@@ -112,8 +114,6 @@ def result_to_cache(result: GenerateTextResult, input_count: int) -> dict[str, A
     (the prefix is usually one message shared by every step); a step names its prefix by positions in that list.
     So a hit reads every message in one pass.
     """
-    from .serialization import dump_dict
-
     new = result.new_messages
     log = list(result.messages)
     kept: list[Message] = list(new)
@@ -146,27 +146,55 @@ def _sent_from_log(messages: Iterable[Message]) -> list[Message]:
     return [message for message in messages if message.meta.include_in_context]
 
 
-def result_from_cache(value: Any, messages: MessageList, request_hash: str) -> GenerateTextResult | None:
-    """A cached value as the result for ``messages`` (None when the value is not a readable result, e.g. written
-    by another version: the request then runs again)."""
-    from .errors import MessageListDeserializationError
-    from .serialization import load_data
+# The stored form of a result, decoded from the cache's JSON bytes in one pass: every message checked as a stored
+# message is, every number where it must be; what the types cannot say (positions within bounds, the kinds of the
+# messages at them) `result_from_cache` checks.
+_Position = Annotated[int, msgspec.Meta(ge=0)]
 
-    if not isinstance(value, dict):
-        return None
+
+class _CachedUsage(msgspec.Struct):
+    input_tokens: int
+    output_tokens: int
+
+
+class _CachedStep(msgspec.Struct):
+    prefix: list[_Position]
+    at: _Position
+    duration_ms: float
+
+
+class _CachedResult(msgspec.Struct):
+    text: str
+    stop_reason: str
+    usage: _CachedUsage
+    new_count: _Position
+    messages: list[Message]
+    steps: list[_CachedStep]
+
+
+_cached_decoder = typed_decoder(_CachedResult)
+
+
+def result_from_cache(data: bytes, messages: MessageList, request_hash: str) -> GenerateTextResult | None:
+    """A cached value (its JSON bytes) as the result for ``messages``, or None when the bytes are not a whole, readable
+    result (damaged, or written by another version): the request then runs again, and its result replaces them."""
     try:
-        kept = load_data({"version": "2.0", "messages": value["messages"]})
-        new = kept[: value["new_count"]]
-        usage = Usage(
-            input_tokens=int(value["usage"]["input_tokens"]), output_tokens=int(value["usage"]["output_tokens"])
-        )
-        log = messages.copy()
-        log.extend(new)
-        sent_log = _sent_from_log(log)
-        count = len(messages)
-        steps = []
-        for item in value["steps"]:
-            at = item["at"]
+        cached = _cached_decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError, RecursionError):
+        return None
+    kept = cached.messages
+    count = cached.new_count
+    if count > len(kept) or len({message.id for message in kept}) != len(kept):
+        return None
+    new = kept[:count]
+    log = MessageList.unchecked([*messages, *new])  # no per-item type check: the decoder made each one a message
+    sent_log = _sent_from_log(log)
+    all_sent = len(sent_log) == len(log)
+    start = len(messages)
+    steps = []
+    try:
+        for item in cached.steps:
+            at = item.at
             response = new[at]
             if not isinstance(response, AssistantMessage):
                 return None
@@ -175,18 +203,19 @@ def result_from_cache(value: Any, messages: MessageList, request_hash: str) -> G
                 if not isinstance(message, ToolMessage):
                     break
                 results.append(message)
-            sent = [kept[index] for index in item["prefix"]]
-            sent.extend(sent_log[: count + at] if len(sent_log) == len(log) else _sent_from_log(log[: count + at]))
-            steps.append(GenerateStep(sent, response, results, response.usage, float(item["duration_ms"])))
-        return GenerateTextResult(
-            text=str(value["text"]),
-            messages=log,
-            new_messages=new,
-            steps=steps,
-            usage=usage,
-            request_hash=request_hash,
-            stop_reason=str(value["stop_reason"]),
-            cached=True,
-        )
-    except (KeyError, TypeError, ValueError, IndexError, MessageListDeserializationError):
+            sent = [kept[index] for index in item.prefix]
+            sent.extend(sent_log[: start + at] if all_sent else _sent_from_log(log[: start + at]))
+            steps.append(GenerateStep(sent, response, results, response.usage, item.duration_ms))
+    except IndexError:  # a position past the messages (the decoder refused negative ones)
         return None
+    usage = cached.usage
+    return GenerateTextResult(
+        text=cached.text,
+        messages=log,
+        new_messages=new,
+        steps=steps,
+        usage=Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
+        request_hash=request_hash,
+        stop_reason=cached.stop_reason,
+        cached=True,
+    )

@@ -29,7 +29,7 @@ from .conversation_config import check_settings
 from .errors import UserError
 from .messages import AssistantMessage, Message, MessageList, SystemMessage, ToolMessage, UserMessage, user
 from .models.base import Model, ModelSettings
-from .tools import BaseToolset, ResolvedTools, Tool, Toolset, is_dynamic_provider, resolve_tools
+from .tools import BaseToolset, ResolvedTools, Tool, Toolset, as_tool, is_dynamic_provider, resolve_tools
 
 if TYPE_CHECKING:
     from .models.base import ToolSpec
@@ -333,6 +333,8 @@ def _tools(tools: Iterable[Any] | Mapping[str, Any] | None) -> ResolvedTools:
                 "generate_text takes fixed tools: a dynamic tools provider needs a Conversation "
                 f"(tool {index}); compute the tools before the call instead"
             )
-        if not isinstance(item, (Tool, BaseToolset)) and not callable(item):
-            items[index] = Toolset.from_object(item)
+        if not isinstance(item, (Tool, BaseToolset)):
+            # A function becomes its Tool here, where it is known not to be a dynamic provider, so resolving it
+            # does not ask that a second time.
+            items[index] = as_tool(item) if callable(item) else Toolset.from_object(item)
     return resolve_tools(items)

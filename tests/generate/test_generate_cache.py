@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from tests.core._support import call, calls, shapes
+from tests.store._backends import write_cache_row
 from threadline import AssistantMessage, ModelError, Usage, UserError, generate_text, user
+from threadline.generate_result import cache_key
 from threadline.store import Store, open_store
 from threadline.testing import ScriptedModel, ScriptedRequest
 
@@ -184,3 +186,108 @@ async def test_tool_rounds_are_cached_whole(any_store: Store) -> None:
     hit = await generate_text(model=ScriptedModel(), prompt="Oslo?", tools=[get_weather], cache=any_store)
     assert hit.cached and shapes(hit.new_messages) == shapes(first.new_messages)
     assert hit.stop_reason == first.stop_reason == "end"
+
+
+def oslo_model(answer: str = "Cold.") -> ScriptedModel:
+    return ScriptedModel(
+        [calls(call("get_weather", {"city": "Oslo"})), answer], usage=Usage(input_tokens=5, output_tokens=2)
+    )
+
+
+async def ask_oslo(model: ScriptedModel, store: Store, question: Any = None) -> Any:
+    messages = [question or user("Oslo?")]
+    return await generate_text(model=model, system="Be terse.", messages=messages, tools=[get_weather], cache=store)
+
+
+async def test_a_hit_gives_back_the_result_the_model_call_gave(any_store: Store) -> None:
+    question = user("Oslo?")
+    first = await ask_oslo(oslo_model(), any_store, question)
+    hit = await ask_oslo(ScriptedModel(), any_store, question)
+    assert hit.cached and not first.cached
+    # The same messages (ids, times, usage and durations included), steps and figures.
+    assert hit.messages == first.messages and hit.new_messages == first.new_messages
+    assert (hit.text, hit.usage, hit.stop_reason, hit.request_hash) == (
+        first.text,
+        first.usage,
+        first.stop_reason,
+        first.request_hash,
+    )
+    assert hit.steps == first.steps
+    assert [len(step.messages) for step in hit.steps] == [2, 4]  # the system prefix, then the log so far
+
+
+def damage_message_kind(value: dict[str, Any]) -> None:
+    value["messages"][0]["role"] = "robot"
+
+
+def damage_step_past_the_messages(value: dict[str, Any]) -> None:
+    value["steps"][0]["at"] = 99
+
+
+def damage_step_at_a_tool_result(value: dict[str, Any]) -> None:
+    value["steps"][0]["at"] = 1
+
+
+def damage_negative_position(value: dict[str, Any]) -> None:
+    value["steps"][1]["at"] = -1
+
+
+def damage_prefix_past_the_messages(value: dict[str, Any]) -> None:
+    value["steps"][0]["prefix"] = [99]
+
+
+def damage_new_count(value: dict[str, Any]) -> None:
+    value["new_count"] = 99
+
+
+def damage_repeated_id(value: dict[str, Any]) -> None:
+    value["messages"][1]["id"] = value["messages"][0]["id"]
+
+
+def damage_text_type(value: dict[str, Any]) -> None:
+    value["text"] = 5
+
+
+def damage_missing_field(value: dict[str, Any]) -> None:
+    del value["usage"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        damage_message_kind,
+        damage_step_past_the_messages,
+        damage_step_at_a_tool_result,
+        damage_negative_position,
+        damage_prefix_past_the_messages,
+        damage_new_count,
+        damage_repeated_id,
+        damage_text_type,
+        damage_missing_field,
+    ],
+)
+async def test_a_cached_value_that_is_not_a_whole_result_is_a_miss_and_is_replaced(
+    any_store: Store, damage: Any
+) -> None:
+    first = await ask_oslo(oslo_model(), any_store)
+    key = cache_key(first.request_hash)
+    value = any_store.cache_get(key)
+    damage(value)
+    any_store.cache_put(key, value)  # e.g. written by another version
+
+    model = oslo_model("Cold again.")
+    again = await ask_oslo(model, any_store)
+    assert not again.cached and again.text == "Cold again." and len(model.requests) == 2
+    again.messages.validate()
+    hit = await ask_oslo(ScriptedModel(), any_store)
+    assert hit.cached and hit.text == "Cold again."
+
+
+async def test_a_damaged_cache_row_is_a_miss_and_is_replaced(store: Store, store_url: str) -> None:
+    first = await ask_oslo(oslo_model(), store)
+    write_cache_row(store_url, cache_key(first.request_hash), '{"text": "Cold.", "stop_reason": "en')
+    model = oslo_model("Cold again.")
+    again = await ask_oslo(model, store)
+    assert not again.cached and again.text == "Cold again." and len(model.requests) == 2
+    hit = await ask_oslo(ScriptedModel(), store)
+    assert hit.cached and hit.text == "Cold again."

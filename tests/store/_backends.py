@@ -7,11 +7,12 @@ on one server never see each other's tables.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,27 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]
             yield opened
         finally:
             opened.close()
+
+
+def write_cache_row(url: str, key: str, value: str) -> None:
+    """Put ``value`` under ``key`` in the request cache of the store at ``url`` as it is, with the database's own
+    driver, not through the store: how a row gets damaged (by another program, a disk, a hand edit)."""
+    if url.startswith("sqlite://"):
+        with closing(sqlite3.connect(url.removeprefix("sqlite://"))) as conn, conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO cache (key, value, created_at) VALUES (?, ?, '2024-05-01T12:00:00.000000Z')",
+                (key, value),
+            )
+        return
+    import psycopg
+
+    schema = url.rsplit("schema=", 1)[1]
+    with psycopg.connect(POSTGRES_DSN, autocommit=True) as conn:
+        conn.execute(
+            f'INSERT INTO "{schema}".cache (key, value, created_at) VALUES (%s, %s, now()) '
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
 
 
 def run_cli(

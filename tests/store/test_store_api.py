@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.store._backends import write_cache_row
 from threadline import (
     AssistantMessage,
     Attachment,
@@ -210,6 +212,38 @@ def test_request_cache(any_store: Store) -> None:
     with pytest.raises(StoreError, match="JSON"):
         any_store.cache_put("h2", {"x": object()})
     assert any_store.cache_get("h2") is None
+
+
+def test_request_cache_raw_bytes(any_store: Store) -> None:
+    # The stored JSON itself, for a reader that decodes it straight into its own types.
+    assert any_store.cache_get_raw("h1") is None
+    value = {"text": "Paris ✓", "messages": [{"role": "user", "content": "\u0000 nul"}], "n": 1.5, "ok": True}
+    any_store.cache_put("h1", value)
+    raw = any_store.cache_get_raw("h1")
+    assert isinstance(raw, bytes) and json.loads(raw) == value
+    any_store.cache_put("h1", ["replaced"])
+    assert json.loads(any_store.cache_get_raw("h1") or b"") == ["replaced"]
+
+
+def test_the_default_raw_cache_read_encodes_the_decoded_value() -> None:
+    # What a backend that does not keep JSON itself inherits from Store.
+    store = open_store("memory://")
+    store.cache_put("k", {"a": [1, "é", None]})
+    assert json.loads(Store.cache_get_raw(store, "k") or b"") == {"a": [1, "é", None]}
+    assert Store.cache_get_raw(store, "missing") is None
+
+
+@pytest.mark.parametrize("damaged", ['{"text": "Sun', "not JSON at all", ""])
+def test_a_damaged_cache_row_is_read_as_stored_and_named_when_decoded(
+    store: Store, store_url: str, damaged: str
+) -> None:
+    store.cache_put("k", {"v": 1})
+    write_cache_row(store_url, "k", damaged)
+    assert store.cache_get_raw("k") == damaged.encode()  # its reader judges it
+    with pytest.raises(StoreError, match="cached value under 'k' is damaged"):
+        store.cache_get("k")
+    store.cache_put("k", {"v": 2})  # a new value replaces it
+    assert store.cache_get("k") == {"v": 2}
 
 
 def test_pages(any_store: Store) -> None:

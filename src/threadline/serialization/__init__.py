@@ -24,6 +24,7 @@ from .native import (
     encode_message,
     load_data,
     load_json,
+    typed_decoder,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "encode_message",
     "load_data",
     "load_json",
+    "typed_decoder",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -36,9 +36,11 @@ __all__ = [
     "encode_message",
     "load_data",
     "load_json",
+    "typed_decoder",
 ]
 
 FORMAT_VERSION = "2.0"
+_T = TypeVar("_T")
 
 
 class _Document(msgspec.Struct):
@@ -64,6 +66,14 @@ _decoder = msgspec.json.Decoder(_Document, dec_hook=_dec_hook)
 
 _message_decoder = msgspec.json.Decoder(Message, dec_hook=_dec_hook)
 _messages_decoder = msgspec.json.Decoder(list[Message], dec_hook=_dec_hook)
+
+
+def typed_decoder(type_: type[_T]) -> msgspec.json.Decoder[_T]:
+    """A JSON decoder straight into ``type_``, a type whose fields hold messages in their stored form (attachments
+    included): how a value that embeds messages (a cached ``generate_text`` result) is read and checked in one pass.
+    It raises what `msgspec.json.Decoder.decode` raises; every message it returns has been checked as
+    `decode_message` checks one."""
+    return msgspec.json.Decoder(type_, dec_hook=_dec_hook)
 
 
 def encode_message(message: Message) -> bytes:

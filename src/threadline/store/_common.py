@@ -31,6 +31,7 @@ __all__ = [
     "check_page",
     "check_slice",
     "conversation_exists",
+    "decode_cache_value",
     "decode_json",
     "different_message",
     "distinct_messages",
@@ -107,6 +108,18 @@ def encode_json(value: Any, what: str = "value") -> bytes:
 def decode_json(data: bytes | str) -> Any:
     """Inverse of `encode_json`."""
     return msgspec.json.decode(data)
+
+
+def decode_cache_value(data: bytes, key: str) -> Any:
+    """A cached value from the JSON bytes a store keeps (`Store.cache_get_raw`).
+
+    Raises:
+        StoreError: naming the key, if the bytes are not JSON (a damaged row, or one written by another program).
+    """
+    try:
+        return msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise StoreError(f"the cached value under {key!r} is damaged: {exc}") from None
 
 
 def encode_metadata(metadata: Mapping[str, Any] | None) -> bytes:

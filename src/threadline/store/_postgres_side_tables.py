@@ -17,7 +17,7 @@ from ._common import (
     check_artifact,
     check_page,
     check_slice,
-    decode_json,
+    decode_cache_value,
     encode_json,
     missing_artifact,
     missing_conversation,
@@ -80,8 +80,12 @@ class PostgresSideTables:
 
     # -- request cache ----------------------------------------------------------------------------------------
     def cache_get(self, key: str) -> Any | None:
+        data = self.cache_get_raw(key)
+        return None if data is None else decode_cache_value(data, key)
+
+    def cache_get_raw(self, key: str) -> bytes | None:
         row = self._db.one(f"SELECT value FROM {self._db.prefix}cache WHERE key = %s", (key,))
-        return None if row is None else decode_json(row[0])
+        return None if row is None else str(row[0]).encode()
 
     def cache_put(self, key: str, value: Any) -> None:
         data = encode_json(value, "cache value").decode()

@@ -12,7 +12,7 @@ from .._artifact_names import artifact_uri
 from ._common import (
     check_artifact,
     check_slice,
-    decode_json,
+    decode_cache_value,
     encode_json,
     format_ts,
     missing_artifact,
@@ -69,8 +69,16 @@ class SQLiteSideTables:
 
     # -- request cache ----------------------------------------------------------------------------------------
     def cache_get(self, key: str) -> Any | None:
+        data = self.cache_get_raw(key)
+        return None if data is None else decode_cache_value(data, key)
+
+    def cache_get_raw(self, key: str) -> bytes | None:
         row = self._db.one("SELECT value FROM cache WHERE key = ?", (key,))
-        return None if row is None else decode_json(row[0])
+        if row is None:
+            return None
+        value = row[0]
+        # cache_put writes a BLOB; a row written by hand may be TEXT (or a number), which is still its JSON text.
+        return value if isinstance(value, bytes) else str(value).encode()
 
     def cache_put(self, key: str, value: Any) -> None:
         data = encode_json(value, "cache value")

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ..messages import Message, MessageList, ToolMessage
 
 if TYPE_CHECKING:
@@ -310,11 +312,25 @@ class Store(ABC):
     # Request cache
     @abstractmethod
     def cache_get(self, key: str) -> Any | None:
-        """A cached JSON value, or None."""
+        """A cached JSON value, or None.
+
+        Raises:
+            StoreError: if the stored value is damaged (not JSON).
+        """
 
     @abstractmethod
     def cache_put(self, key: str, value: Any) -> None:
         """Cache a JSON-serializable value under a key (replacing any)."""
+
+    def cache_get_raw(self, key: str) -> bytes | None:
+        """A cached value as JSON bytes, exactly as the store keeps them (not decoded, so not checked), or None.
+
+        For a reader that decodes the value straight into its own types in one pass (``generate_text`` reads its
+        results so): it must treat the bytes as untrusted, since a row may have been damaged or written by another
+        version. This default re-encodes `cache_get`'s value; backends that keep the JSON return it as it is.
+        """
+        value = self.cache_get(key)
+        return None if value is None else msgspec.json.encode(value)
 
     # Pages
     @abstractmethod

@@ -25,7 +25,7 @@ from ._common import (
     check_metadata,
     check_slice,
     conversation_exists,
-    decode_json,
+    decode_cache_value,
     different_message,
     distinct_messages,
     encode_json,
@@ -342,9 +342,12 @@ class MemoryStore(Store):
         return slice_text(text, offset, limit)
 
     def cache_get(self, key: str) -> Any | None:
+        data = self.cache_get_raw(key)
+        return None if data is None else decode_cache_value(data, key)
+
+    def cache_get_raw(self, key: str) -> bytes | None:
         with self._lock:
-            data = self._cache.get(key)
-        return None if data is None else decode_json(data)
+            return self._cache.get(key)
 
     def cache_put(self, key: str, value: Any) -> None:
         data = encode_json(value, "cache value")
