@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._cache_keys import conversation_cache_prefix
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .models.base import ModelRequest, ModelResponse, ModelSettings, TextDelta
-from .store.base import conversation_cache_prefix
 
 if TYPE_CHECKING:
     from .messages import MessageList

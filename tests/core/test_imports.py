@@ -26,6 +26,13 @@ def test_import_threadline_loads_no_heavy_dependency() -> None:
     assert heavy_in(modules) == []
 
 
+def test_import_threadline_loads_no_store() -> None:
+    # The stores load when one is opened (`threadline.store` costs ~15 ms of import): a conversation without a
+    # store, the builder and the context builder must not reach them at import time.
+    modules = loaded_after("import threadline")
+    assert sorted(m for m in modules if m.startswith("threadline.store")) == []
+
+
 def test_reading_a_log_and_using_scripted_model_stay_light() -> None:
     code = """
 import threadline

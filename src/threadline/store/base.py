@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .._cache_keys import conversation_cache_prefix
 from ..messages import Message, MessageList, ToolMessage
 
 if TYPE_CHECKING:
@@ -48,12 +49,6 @@ __all__ = [
     "conversation_cache_prefix",
     "whole_tool_groups",
 ]
-
-
-def conversation_cache_prefix(conversation_id: str) -> str:
-    """What the request-cache keys of one conversation start with (its context summaries): `Store.delete_conversation`
-    deletes those entries with it. Every other cache entry (``generate_text`` results) belongs to no conversation."""
-    return f"summary:{conversation_id}:"
 
 
 @dataclass(frozen=True, slots=True)
