@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from .errors import ProtocolError
 from .messages import AssistantMessage, Message, MessageList, ToolMessage, Usage
 from .serialization import dump_dict, typed_decoder
 
@@ -188,6 +189,10 @@ def result_from_cache(data: bytes, messages: MessageList, request_hash: str) -> 
         return None
     new = kept[:count]
     log = MessageList.unchecked([*messages, *new])  # no per-item type check: the decoder made each one a message
+    try:
+        log.validate()  # the decoder checks each message, not how they answer each other
+    except ProtocolError:
+        return None
     sent_log = _sent_from_log(log)
     all_sent = len(sent_log) == len(log)
     start = len(messages)

@@ -244,6 +244,10 @@ def damage_repeated_id(value: dict[str, Any]) -> None:
     value["messages"][1]["id"] = value["messages"][0]["id"]
 
 
+def damage_result_answers_no_call(value: dict[str, Any]) -> None:
+    value["messages"][1]["tool_call_id"] = "a call nobody made"
+
+
 def damage_text_type(value: dict[str, Any]) -> None:
     value["text"] = 5
 
@@ -262,6 +266,7 @@ def damage_missing_field(value: dict[str, Any]) -> None:
         damage_prefix_past_the_messages,
         damage_new_count,
         damage_repeated_id,
+        damage_result_answers_no_call,
         damage_text_type,
         damage_missing_field,
     ],
