@@ -160,3 +160,48 @@ def test_chat_markup_in_messages_cannot_open_a_new_turn(local: LocalModel) -> No
     assert len(im_start) == 1
     # Only the template's two turn openings (user, assistant) are the special token; the text's copy is plain text.
     assert tokens.count(im_start[0]) == 2
+
+
+LOAD_AND_GENERATE = """
+import json
+from threadline.models._local_runtime import load_model, smollm2_path
+loaded = load_model(smollm2_path())
+text = loaded.llama.create_completion("The sky is", max_tokens=4, temperature=0)["choices"][0]["text"]
+print(json.dumps({"use_extra_bufts": bool(loaded.llama.model_params.use_extra_bufts), "text": text}))
+"""
+
+
+@pytest.mark.parametrize(("setting", "expected"), [("off", False), ("on", True)])
+def test_the_extra_buffer_setting_reaches_llama_cpp(setting: str, expected: bool) -> None:
+    """``THREADLINE_LLAMA_EXTRA_BUFFERS`` decides the model parameter llama.cpp loads with (``auto``, the default,
+    turns it off on CPUs with AMX, whose kernels crash), and a generation runs either way."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_AND_GENERATE],
+        env={**os.environ, "THREADLINE_LLAMA_EXTRA_BUFFERS": setting},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["use_extra_bufts"] is expected
+    assert result["text"]
+
+
+def test_the_default_follows_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from threadline.models._local_runtime import cpu_has_amx, extra_buffers_off
+
+    monkeypatch.delenv("THREADLINE_LLAMA_EXTRA_BUFFERS", raising=False)
+    off, why = extra_buffers_off()
+    assert off is cpu_has_amx()
+    assert why == (
+        "this CPU has AMX, whose kernels crash llama.cpp (ggml-org/llama.cpp#20824)" if off else "this CPU has no AMX"
+    )
+    monkeypatch.setenv("THREADLINE_LLAMA_EXTRA_BUFFERS", "sometimes")
+    with pytest.raises(UserError, match="THREADLINE_LLAMA_EXTRA_BUFFERS must be auto, on or off, got 'sometimes'"):
+        extra_buffers_off()

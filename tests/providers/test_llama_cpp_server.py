@@ -1,6 +1,6 @@
 """threadline against a real OpenAI-compatible server nobody on this project wrote: llama-cpp-python's own server
-(``python -m llama_cpp.server --chat_format chatml-function-calling``) on SmolLM2-135M, started once per session
-(``llama_cpp_server`` in conftest.py).
+(``--chat_format chatml-function-calling``) on SmolLM2-135M, started once per session through
+``python -m threadline.llama_cpp_server`` (``llama_cpp_server`` in conftest.py; see `tests.providers.llama_server`).
 
 The model is tiny, so these tests assert the protocol, never the quality of an answer: every request is accepted,
 tool calls carry real names and the server's own ids from the log to the wire and back, the log validates at
@@ -21,7 +21,7 @@ import pytest
 from threadline import AssistantMessage, Conversation, ToolMessage, Toolset, UserMessage, llm, open_store
 from threadline.models.openai import OpenAIModel
 
-from .conftest import LLAMA_CPP_MODEL
+from .llama_server import LLAMA_CPP_MODEL
 
 SETTINGS = {"temperature": 0.0, "max_tokens": 48}
 # The server's own ids: "call__<n>_<wire name>_<completion id>" (threadline's fresh ones are "call_<ULID>").

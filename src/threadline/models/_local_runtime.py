@@ -33,14 +33,19 @@ from typing import Any
 from ..errors import ModelError, UserError
 
 __all__ = [
+    "AMX_ISSUE",
+    "EXTRA_BUFFERS_ENV",
     "MAX_CONTEXT",
     "SMOLLM2_FILE",
     "LoadedModel",
+    "cpu_has_amx",
+    "extra_buffers_off",
     "is_loaded",
     "load_model",
     "require_llama_cpp",
     "run_in_worker",
     "smollm2_path",
+    "switch_off_extra_buffers",
     "thread_count",
 ]
 
@@ -248,38 +253,77 @@ def _template_formatter(llama: Any, template: str) -> Callable[..., Any] | None:
         return None
 
 
-_amx_lock = threading.Lock()
+_params_lock = threading.Lock()
+
+EXTRA_BUFFERS_ENV = "THREADLINE_LLAMA_EXTRA_BUFFERS"
+AMX_ISSUE = "ggml-org/llama.cpp#20824"
+
+
+def extra_buffers_off() -> tuple[bool, str]:
+    """Whether llama.cpp's extra CPU buffer types (AMX, repacked weights) are switched off, and why.
+
+    ggml's AMX matrix kernels crash (SIGSEGV in ``ggml_backend_amx_mul_mat``, inside ``llama_decode``) on the first
+    generation on some machines whose CPU has AMX (`AMX_ISSUE`). Without the extra buffer types llama.cpp computes
+    with its plain CPU kernels, which work everywhere. ``THREADLINE_LLAMA_EXTRA_BUFFERS`` decides: ``auto`` (the
+    default: off on a CPU with AMX, on elsewhere), ``off`` or ``on``.
+
+    Raises:
+        UserError: for another value of ``THREADLINE_LLAMA_EXTRA_BUFFERS``.
+    """
+    setting = os.environ.get(EXTRA_BUFFERS_ENV, "").strip().lower() or "auto"
+    if setting == "off":
+        return True, f"{EXTRA_BUFFERS_ENV}=off"
+    if setting == "on":
+        return False, f"{EXTRA_BUFFERS_ENV}=on"
+    if setting != "auto":
+        raise UserError(f"{EXTRA_BUFFERS_ENV} must be auto, on or off, got {setting!r}")
+    if cpu_has_amx():
+        return True, f"this CPU has AMX, whose kernels crash llama.cpp ({AMX_ISSUE})"
+    return False, "this CPU has no AMX"
+
+
+def switch_off_extra_buffers(low_level: Any) -> Callable[[], None]:
+    """Make every model that ``llama_cpp`` loads from now on load without extra buffer types; returns the undo.
+
+    ``Llama()`` has no parameter for ``use_extra_bufts``, but it takes its model parameters from
+    ``llama_cpp.llama_cpp.llama_model_default_params``, so that function is replaced by one that turns the flag off.
+
+    Args:
+        low_level: The ``llama_cpp.llama_cpp`` module.
+    """
+    original = low_level.llama_model_default_params
+
+    def without_extra_buffers() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    low_level.llama_model_default_params = without_extra_buffers
+
+    def undo() -> None:
+        low_level.llama_model_default_params = original
+
+    return undo
 
 
 @contextlib.contextmanager
 def _without_amx() -> Iterator[None]:
-    """Load without llama.cpp's extra CPU buffer types on CPUs with AMX.
-
-    ggml's AMX matrix kernels crash (SIGSEGV in ``ggml_backend_amx_mul_mat``) on the first generation on some AMX
-    machines, this kind included (ggml-org/llama.cpp#20824). ``Llama()`` exposes no switch for
-    ``use_extra_bufts``, so the default model parameters are adjusted for the duration of the load.
-    """
-    if not _cpu_has_amx():
+    """Load without llama.cpp's extra CPU buffer types where `extra_buffers_off` says so (on CPUs with AMX)."""
+    if not extra_buffers_off()[0]:
         yield
         return
     import llama_cpp.llama_cpp as low_level
 
-    with _amx_lock:
-        original = low_level.llama_model_default_params
-
-        def without_extra_buffers() -> Any:
-            params = original()
-            params.use_extra_bufts = False
-            return params
-
-        low_level.llama_model_default_params = without_extra_buffers
+    with _params_lock:
+        undo = switch_off_extra_buffers(low_level)
         try:
             yield
         finally:
-            low_level.llama_model_default_params = original
+            undo()
 
 
-def _cpu_has_amx() -> bool:
+def cpu_has_amx() -> bool:
+    """Whether this CPU has AMX tiles (``amx_tile`` in ``/proc/cpuinfo``; Linux only)."""
     if not sys.platform.startswith("linux"):
         return False
     try:
