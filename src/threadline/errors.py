@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._text import replace_surrogates
+
 __all__ = [
     "CapabilityError",
     "ConversationBusy",
@@ -99,9 +101,11 @@ class MessageListDeserializationError(ThreadlineError, ValueError):
     """
 
     def __init__(self, message: str, *, position: int | None = None, field: str | None = None) -> None:
-        super().__init__(message)
+        # The message quotes the offending data, which may hold lone surrogates: under the log's text rule they
+        # show as U+FFFD, so the error can always be printed and written.
+        super().__init__(replace_surrogates(message))
         self.position = position
-        self.field = field
+        self.field = replace_surrogates(field) if field is not None else None
 
 
 class OutputValidationError(ThreadlineError):

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -258,6 +259,112 @@ def test_lone_surrogates_anywhere_in_every_format(form: str, data: st.DataObject
     read_json(json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass"))  # raw bytes: not UTF-8
 
 
+# -- lone surrogates in every string of every reader's input ---------------------------------------------------------
+Place = tuple[tuple[Any, ...], bool]  # (path of keys and indexes, whether the string is the last key itself)
+
+
+def string_places(value: Any, path: tuple[Any, ...] = ()) -> list[Place]:
+    """Every place a string sits in a JSON value: each string value, and each key of each object."""
+    if isinstance(value, str):
+        return [(path, False)]
+    places: list[Place] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            places.append(((*path, key), True))
+            places.extend(string_places(item, (*path, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            places.extend(string_places(item, (*path, index)))
+    return places
+
+
+def put_text(value: Any, place: Place, text: str) -> None:
+    """Put ``text`` at a place of `string_places`: the string there, or the key there (its value kept)."""
+    path, is_key = place
+    target = value
+    for step in path[:-1]:
+        target = target[step]
+    last = path[-1]
+    if not is_key:
+        target[last] = text
+        return
+    # A key renamed in place keeps the object's order (a reader may care where a field comes).
+    items = list(target.items())
+    target.clear()
+    for key, item in items:
+        target[text if key == last else key] = item
+
+
+@st.composite
+def with_surrogates_anywhere(draw: st.DrawFn, document: Any) -> Any:
+    """``document`` (not changed) copied with hostile text at one to three of its string places, keys and tags
+    (``role``, ``type``, ``version``) included."""
+    document = copy.deepcopy(document)
+    places = string_places(document)
+    chosen = draw(st.lists(st.sampled_from(places), min_size=1, max_size=3, unique=True))
+    # Deepest first, and a value before its own key: renaming a key first would change the paths under it.
+    for place in sorted(chosen, key=lambda place: (len(place[0]), not place[1]), reverse=True):
+        put_text(document, place, draw(hostile_text))
+    return document
+
+
+def read_anything(read: Any, data: Any) -> None:
+    """A reader's answer to any input: a log that writes and reads back, or a `MessageListDeserializationError`
+    whose message (quoting the bad data) can be printed and names where it is."""
+    try:
+        log = read(data)
+    except MessageListDeserializationError as exc:
+        assert str(exc)
+        str(exc).encode("utf-8")  # printable: a quoted lone surrogate shows as U+FFFD
+        if exc.field is not None:
+            exc.field.encode("utf-8")
+        return
+    check_log(log)
+
+
+@FUZZ
+@given(st.sampled_from(FORMS), st.data())
+def test_lone_surrogates_in_every_string_of_every_format(form: str, data: st.DataObject) -> None:
+    document = data.draw(with_surrogates_anywhere(base_document(form)))
+    read_anything(MessageList.from_dict, document)
+    read_anything(MessageList.from_json, json.dumps(document))  # as \udXXX escapes
+    read_anything(MessageList.from_json, json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.parametrize(
+    ("data", "position", "field"),
+    [
+        ({"version": "2.0", "messages": [{"role": "\udc80"}]}, 0, "role"),
+        ({"version": "2.0", "messages": [{"role": "user", "content": "x", "created_at": "\ud801"}]}, 0, "created_at"),
+        ({"version": "1.0", "messages": [{"type": "\udc80", "text": "x"}]}, 0, "type"),
+        ([{"role": "\udc80", "content": "x"}], 0, "role"),
+        ({"version": "\udc80", "messages": []}, None, "version"),
+    ],
+)
+def test_a_lone_surrogate_where_the_reader_needs_a_known_word_is_named(
+    data: Any, position: int | None, field: str
+) -> None:
+    with pytest.raises(MessageListDeserializationError) as caught:
+        MessageList.from_dict(data)
+    assert (caught.value.position, caught.value.field) == (position, field)
+    str(caught.value).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [{"role": "user", "content": "x\ud801"}],
+        {"version": "2.0", "messages": [{"role": "user", "content": "x\ud801"}]},
+        {"version": "2.0", "messages": [{"role": "user", "content": "x", "\udc80": 1}]},
+        {"version": "1.0", "messages": [{"type": "TextMessage", "role": "user", "text": "x\udc80"}]},
+    ],
+)
+def test_a_lone_surrogate_in_text_reads_as_the_replacement_character(data: Any) -> None:
+    log = MessageList.from_dict(data)
+    assert log[0].content in ("x\ufffd", "x")
+    assert MessageList.from_json(log.to_json()) == log
+
+
 @FUZZ
 @given(st.sampled_from(FORMS), st.data(), deep_values)
 def test_values_nested_far_too_deep_in_every_format(form: str, data: st.DataObject, deep: tuple[int, str]) -> None:
@@ -355,3 +462,25 @@ def test_layout_with_odd_timestamps(data: st.DataObject, stamp: Any) -> None:
     entry = copy.deepcopy(LAYOUT_INDEX)
     entry[0][data.draw(st.sampled_from(["createdAt", "updatedAt"]))] = stamp
     read_layout_files(json.dumps(entry), json.dumps(messages))
+
+
+@FUZZ
+@given(st.data())
+def test_layout_with_lone_surrogates_in_every_string(data: st.DataObject) -> None:
+    messages = data.draw(with_surrogates_anywhere(LAYOUT_MESSAGES))
+    entry = data.draw(with_surrogates_anywhere(LAYOUT_INDEX)) if data.draw(st.booleans()) else LAYOUT_INDEX
+    read_layout_any(json.dumps(entry), json.dumps(messages))
+    raw = json.dumps(messages, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    read_layout_any(json.dumps(LAYOUT_INDEX), raw)
+
+
+def read_layout_any(index: str | bytes, messages: str | bytes) -> None:
+    """Like `read_layout_files`, for inputs that need not make a valid log (a tag or key may be changed)."""
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory) / "conversations"
+        (root / "conv-1").mkdir(parents=True)
+        (root / "index.json").write_bytes(index if isinstance(index, bytes) else index.encode())
+        file = root / "conv-1" / "messages.json"
+        file.write_bytes(messages if isinstance(messages, bytes) else messages.encode())
+        read_anything(lambda _: MessageList(read_layout(directory)[0].messages), None)
+        read_anything(lambda _: MessageList(read_log_file(file).messages), None)

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from .._text import replace_surrogates_in
 from ..errors import MessageListDeserializationError
 from ..messages import AssistantMessage, Attachment, Message
 from .fields import decode_json, kind_name
@@ -162,8 +163,21 @@ def load_json(text: str | bytes) -> list[Message]:
 
 
 def load_data(data: Any) -> list[Message]:
-    """Read decoded JSON data (dict or list) in any supported format."""
-    return _unique_ids(_load_data(data))
+    """Read decoded JSON data (dict or list) in any supported format.
+
+    Text holding lone surrogates follows the log's rule (they become U+FFFD) wherever it is: in a field the
+    message's constructor cleans, and also where msgspec meets it first (a ``role`` tag, a key, a value of the
+    wrong type), which it refuses with `UnicodeEncodeError`; the data is then read again with the rule applied.
+    """
+    try:
+        return _unique_ids(_load_data(data))
+    except UnicodeError:
+        pass
+    try:
+        cleaned = replace_surrogates_in(data)
+    except (ValueError, RecursionError):
+        raise MessageListDeserializationError("a value in the log is nested too deeply") from None
+    return _unique_ids(_load_data(cleaned))
 
 
 def _unique_ids(messages: list[Message]) -> list[Message]:
