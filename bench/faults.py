@@ -5,13 +5,17 @@ Rows (the cases live in ``tests/faults/``, shared with the CI test ``tests/fault
 
 - fuzzed readers: hypothesis-generated JSON, text and bytes through `MessageList.from_dict`, `from_json` and the
   ``threadline import`` path (into a real SQLite store);
+- lone surrogates in every string (keys and tags included) of every reader's input, every format (issue 17);
 - tool faults: tools that raise, exit, hang, swallow their cancellation, return nan/surrogates/megabytes/objects JSON
   cannot encode, unknown names and invalid arguments, in turns on a SQLite store;
 - kill -9 at random points of a tool loop, on SQLite and PostgreSQL; then load, validate, continue;
 - two processes continuing one conversation at once, on SQLite and PostgreSQL;
-- error bodies carrying the key (fake OpenAI and Anthropic servers), in the library and the CLI.
+- error bodies carrying the key (fake OpenAI and Anthropic servers), in the library and the CLI;
+- llama-cpp-python's real server started through ``python -m threadline.llama_cpp_server`` (as the tests and the
+  README start it) and asked for answers: on a CPU with AMX the plain server crashes on its first (issue 17).
 
-Usage: python bench/faults.py [--cases 5000] [--tool-turns 60] [--kills 24] [--races 10] [--seed 0]
+Usage: python bench/faults.py [--cases 5000] [--surrogate-cases 2000] [--tool-turns 60] [--kills 24] [--races 10]
+                             [--server-starts 3] [--seed 0]
 PostgreSQL: ``THREADLINE_TEST_POSTGRES`` (default postgresql://postgres@127.0.0.1:5432/test).
 """
 
@@ -28,9 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 
 from tests.faults.campaign import HEADERS, Row  # noqa: E402
-from tests.faults.fuzz import fuzz_readers  # noqa: E402
+from tests.faults.fuzz import fuzz_readers, fuzz_surrogates  # noqa: E402
 from tests.faults.leaks import key_leaks  # noqa: E402
 from tests.faults.processes import kill_campaign, two_writers  # noqa: E402
+from tests.faults.servers import server_generations  # noqa: E402
 from tests.faults.tool_faults import tool_faults  # noqa: E402
 
 from _common import print_table, record  # noqa: E402
@@ -39,6 +44,8 @@ from _common import print_table, record  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=5000, help="fuzzed reader inputs (all paths together)")
+    parser.add_argument("--surrogate-cases", type=int, default=2000, help="inputs with lone surrogates anywhere")
+    parser.add_argument("--server-starts", type=int, default=3, help="starts of llama-cpp-python's server")
     parser.add_argument("--tool-turns", type=int, default=60, help="turns of random tool-fault combinations")
     parser.add_argument("--kills", type=int, default=24, help="SIGKILLs per backend")
     parser.add_argument("--races", type=int, default=10, help="two-writer races per backend")
@@ -60,12 +67,14 @@ def main() -> int:
             print(f"  {name}: {seconds[name]:.1f} s", file=sys.stderr, flush=True)
 
         timed("fuzzed readers", lambda: fuzz_readers(args.cases, directory, seed=args.seed))
+        timed("surrogates anywhere", lambda: fuzz_surrogates(args.surrogate_cases, directory, seed=args.seed))
         timed("tool faults", lambda: tool_faults(args.tool_turns, directory, seed=seed, slow_cases=2))
         for backend in backends:
             timed(f"kill -9 ({backend})", lambda b=backend: kill_campaign(b, args.kills, directory, seed=seed))
         for backend in backends:
             timed(f"two writers ({backend})", lambda b=backend: two_writers(b, args.races, directory))
         timed("key leaks", lambda: key_leaks(directory))
+        timed("llama.cpp server", lambda: server_generations(args.server_starts, 3, directory))
 
     failed = [row for row in rows if row.failed or row.lost or row.invalid or row.leaked]
     print_table(

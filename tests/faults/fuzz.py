@@ -37,6 +37,7 @@ from tests.core.test_serialization_fuzz import (
     odd_times,
     put,
     shaped_values,
+    with_surrogates_anywhere,
 )
 from threadline import MessageList, MessageListDeserializationError, ProtocolError, ThreadlineError
 from threadline.store import open_store
@@ -49,10 +50,13 @@ PATHS = ("from_dict", "from_json", "import")
 
 @st.composite
 def mutated_documents(draw: st.DrawFn) -> Any:
-    """A real document of one format with one field replaced, or hostile text or an odd time put in."""
+    """A real document of one format with one field replaced, or hostile text or an odd time put in (hostile
+    text in the places a valid log keeps text, or in any string at all: keys and tags included)."""
     form = draw(st.sampled_from(FORMS))
     document = base_document(form)
-    how = draw(st.sampled_from(["replace", "surrogates", "time"]))
+    how = draw(st.sampled_from(["replace", "surrogates", "surrogates-anywhere", "time"]))
+    if how == "surrogates-anywhere":
+        return draw(with_surrogates_anywhere(document))
     if how == "surrogates":
         text = draw(hostile_text)
         for index, path in draw(st.sampled_from(TEXT_PLACES[form])):
@@ -101,8 +105,11 @@ def layouts(draw: st.DrawFn) -> tuple[bytes, bytes]:
     """The two files of a seed-001 layout (index.json, messages.json), one of them damaged."""
     messages: Any = copy.deepcopy(LAYOUT_MESSAGES)
     index: Any = copy.deepcopy(LAYOUT_INDEX)
-    where = draw(st.sampled_from(["message", "index", "messages-text", "index-text"]))
-    if where == "message":
+    where = draw(st.sampled_from(["message", "index", "messages-text", "index-text", "anywhere"]))
+    if where == "anywhere":  # hostile text in any string of either file, keys included
+        messages = draw(with_surrogates_anywhere(messages))
+        index = draw(with_surrogates_anywhere(index)) if draw(st.booleans()) else index
+    elif where == "message":
         item = messages[draw(st.integers(min_value=0, max_value=len(messages) - 1))]
         item[draw(st.sampled_from(sorted(item)) | st.text(max_size=8))] = draw(shaped_values | odd_times | hostile_text)
     elif where == "index":
@@ -150,11 +157,27 @@ def check_log(log: MessageList) -> str | None:
     return None
 
 
-class ReaderCampaign:
-    """Runs the cases and fills one row per reader path."""
+def _error_problem(exc: Exception) -> str | None:
+    """What is wrong with a reader's error (None: nothing): it must say something, in text that can be printed."""
+    text = str(exc)
+    if not text:
+        return "an error without a message"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"an error message that cannot be printed (lone surrogates): {text.encode('utf-8', 'replace')[:120]!r}"
+    return None
 
-    def __init__(self, directory: Path) -> None:
-        self.rows = {path: Row(f"fuzzed readers: {path}") for path in PATHS}
+
+class ReaderCampaign:
+    """Runs the cases and fills one row per reader path (or one row for all of them, named ``single``)."""
+
+    def __init__(self, directory: Path, single: str | None = None) -> None:
+        if single is None:
+            self.rows = {path: Row(f"fuzzed readers: {path}") for path in PATHS}
+        else:
+            row = Row(single)
+            self.rows = dict.fromkeys(PATHS, row)
         self.directory = directory
         self.store = open_store(f"sqlite://{directory / 'imports.db'}")
         self.number = 0
@@ -175,7 +198,7 @@ class ReaderCampaign:
         try:
             log = MessageList.from_dict(payload) if path == "from_dict" else MessageList.from_json(payload)
         except MessageListDeserializationError as exc:
-            return (None if str(exc) else "an error without a message"), 0
+            return _error_problem(exc), 0
         problem = check_log(log)
         return problem, int(problem is not None)
 
@@ -199,7 +222,7 @@ class ReaderCampaign:
                 left = self.store.list_conversations()
                 if left:
                     return "a failed import wrote a conversation", len(left)
-                return (None if str(exc) else "an error without a message"), 0
+                return _error_problem(exc), 0
         problems = 0
         for info in infos:
             stored = self.store.load(info.id)
@@ -214,7 +237,50 @@ class ReaderCampaign:
 
     def close(self) -> list[Row]:
         self.store.close()
-        return [self.rows[path] for path in PATHS]
+        return list({id(row): row for row in self.rows.values()}.values())
+
+
+@st.composite
+def surrogate_cases(draw: st.DrawFn) -> tuple[str, Any]:
+    """A real document of any format, or the two files of a layout, with lone surrogates in one to three of its
+    strings (keys and tags such as ``role`` included), for any reader path."""
+    path = draw(st.sampled_from(PATHS))
+    if path == "import" and draw(st.booleans()):
+        messages = draw(with_surrogates_anywhere(LAYOUT_MESSAGES))
+        index = draw(with_surrogates_anywhere(LAYOUT_INDEX)) if draw(st.booleans()) else LAYOUT_INDEX
+        files = [json.dumps(value, ensure_ascii=draw(st.booleans())) for value in (index, messages)]
+        return path, ("layout", tuple(text.encode("utf-8", "surrogatepass") for text in files))
+    document = draw(with_surrogates_anywhere(base_document(draw(st.sampled_from(FORMS)))))
+    if path == "from_dict":
+        return path, document
+    text = json.dumps(document, ensure_ascii=draw(st.booleans()))  # escapes, or raw surrogates (not UTF-8)
+    return (path, text) if path == "from_json" else (path, ("file", text))
+
+
+SURROGATES_ROW = "lone surrogates in every string (all readers)"
+
+
+def fuzz_surrogates(cases: int, directory: Path, seed: int | None = None) -> Row:
+    """Issue 17's case: lone surrogates anywhere in the input of every reader (`surrogate_cases`); one row."""
+    campaign = ReaderCampaign(directory, single=SURROGATES_ROW)
+
+    @settings(
+        max_examples=cases,
+        deadline=None,
+        database=None,
+        derandomize=seed is not None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(surrogate_cases())
+    def one(case: tuple[str, Any]) -> None:
+        campaign.run(*case)
+
+    try:
+        one()
+    finally:
+        rows = campaign.close()
+    return rows[0]
 
 
 def fuzz_readers(cases: int, directory: Path, seed: int | None = None) -> list[Row]:

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from .campaign import Row
-from .fuzz import fuzz_readers
+from .fuzz import fuzz_readers, fuzz_surrogates
 from .leaks import key_leaks
 from .processes import kill_campaign, two_writers
+from .servers import server_generations
 from .tool_faults import FAULTS, tool_faults
 
 
@@ -24,6 +25,15 @@ def test_fuzzed_readers(tmp_path: Path) -> None:
     assert sum(row.tried for row in rows) == 400
     for row in rows:
         assert_clean(row)
+
+
+def test_lone_surrogates_in_every_string_of_every_reader(tmp_path: Path) -> None:
+    assert_clean(fuzz_surrogates(300, tmp_path, seed=0), tried=300)
+
+
+def test_the_llama_cpp_server_answers_on_this_cpu(tmp_path: Path) -> None:
+    row = server_generations(1, 2, tmp_path)
+    assert_clean(row, tried=2)
 
 
 def test_tool_faults(tmp_path: Path) -> None:
