@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     # One line on stderr, so a server log says which kernels it ran with.
     print(f"threadline: llama.cpp extra CPU buffer types {'off' if off else 'on'} ({why})", file=sys.stderr, flush=True)
     sys.argv = [f"{sys.executable} -m threadline.llama_cpp_server", *(sys.argv[1:] if argv is None else argv)]
-    server_main()
+    server_main()  # type: ignore[no-untyped-call]
 
 
 if __name__ == "__main__":
