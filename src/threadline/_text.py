@@ -11,10 +11,18 @@ replacement character.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
-__all__ = ["MAX_NESTING", "REPLACEMENT", "has_surrogates", "replace_surrogates", "replace_surrogates_in"]
+__all__ = [
+    "MAX_NESTING",
+    "REPLACEMENT",
+    "has_surrogates",
+    "replace_non_finite_in",
+    "replace_surrogates",
+    "replace_surrogates_in",
+]
 
 REPLACEMENT = "\ufffd"
 # Values in the log (tool arguments, UI extras) nest at most this deep: deeper ones could not be written as JSON (the
@@ -84,3 +92,25 @@ def _rebuilt(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(_rebuilt(item) for item in value)
     return value
+
+
+def replace_non_finite_in(value: Any) -> Any:
+    """A JSON-like value with every non-finite float (``nan``, ``inf``, ``-inf``) replaced by the string JSON
+    writers use for it (``"NaN"``, ``"Infinity"``, ``"-Infinity"``). JSON has no such numbers and msgspec writes
+    them as ``null``, so a log holding one would not read back as it was. Returns ``value`` itself when it holds
+    none. ``value`` must already be known to nest at most `MAX_NESTING` deep (`replace_surrogates_in` checks)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _non_finite_text(value)
+    if isinstance(value, dict):
+        items = {key: replace_non_finite_in(item) for key, item in value.items()}
+        return value if all(items[key] is item for key, item in value.items()) else items
+    if isinstance(value, (list, tuple)):
+        rebuilt = [replace_non_finite_in(item) for item in value]
+        if all(new is old for new, old in zip(rebuilt, value, strict=True)):
+            return value
+        return rebuilt if isinstance(value, list) else tuple(rebuilt)
+    return value
+
+
+def _non_finite_text(value: float) -> str:
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, SupportsIndex, TypeAlias, overload
 import msgspec
 
 from ._ids import new_id
-from ._text import MAX_NESTING, replace_surrogates, replace_surrogates_in
+from ._text import MAX_NESTING, replace_non_finite_in, replace_surrogates, replace_surrogates_in
 from .attachments import Attachment, clean_attachment
 from .errors import ProtocolError
 
@@ -54,6 +54,11 @@ MODES: tuple[Mode, ...] = ("chat", "agent", "run")
 # when a conversation is continued (the engine's repair), and in a request built from a log not yet repaired.
 INTERRUPTED_TOOL = "interrupted: the previous run stopped before this tool call finished; it may not have run"
 _json_encode = msgspec.json.encode
+
+
+def _plain_json(data: bytes) -> bool:
+    """Whether encoded arguments need no cleaning: `_shallow_ascii`, and no ``null`` (which may be ``nan``)."""
+    return _shallow_ascii(data) and b"null" not in data
 
 
 def _shallow_ascii(data: bytes) -> bool:
@@ -94,7 +99,7 @@ def _utc(value: Any) -> Any:
 def _clean_meta(meta: MessageMeta) -> MessageMeta:
     ids = (meta.run_id, meta.node_id, meta.agent_id)
     cleaned = tuple(_text(value) for value in ids)
-    ui = replace_surrogates_in(meta.ui)
+    ui = replace_non_finite_in(replace_surrogates_in(meta.ui))
     if ui is meta.ui and all(new is old for new, old in zip(cleaned, ids, strict=True)):
         return meta
     return msgspec.structs.replace(meta, run_id=cleaned[0], node_id=cleaned[1], agent_id=cleaned[2], ui=ui)
@@ -182,12 +187,13 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
         name, arguments = self.name, self.arguments
         try:
             # Arguments encoded by msgspec (C, faster than walking them in Python) are ASCII only when every string
-            # in them is; anything else (non-ASCII text, values that are not JSON) takes the full path.
+            # in them is, and hold no "null" unless a value is None or a float JSON cannot express (which msgspec
+            # writes as null); anything else (non-ASCII text, nulls, values that are not JSON) takes the full path.
             plain = (
                 name.isascii()
                 and self.id.isascii()
                 and self.raw_arguments is None
-                and (not arguments or _shallow_ascii(_json_encode(arguments)))
+                and (not arguments or _plain_json(_json_encode(arguments)))
             )
         except Exception:
             plain = False
@@ -195,7 +201,7 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
             name = _text(name)
             self.id = _text(self.id)
             if isinstance(arguments, dict):
-                self.arguments = replace_surrogates_in(arguments)
+                self.arguments = replace_non_finite_in(replace_surrogates_in(arguments))
             self.raw_arguments = _text(self.raw_arguments)
         self.name = _shared(name)
 

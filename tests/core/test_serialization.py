@@ -588,3 +588,21 @@ def test_a_document_repeating_a_message_id_is_refused_by_every_reader() -> None:
         with pytest.raises(MessageListDeserializationError, match=r"messages\[2\]\.id: 'm2' is already") as info:
             read()
         assert (info.value.position, info.value.field) == (2, "id")
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
+def test_a_number_json_cannot_write_reads_back_as_written(number: float) -> None:
+    """A dict may hold nan or an infinity where JSON cannot (msgspec would write null): tool arguments and UI extras
+    keep them as the strings JSON writers use, so the log reads back exactly as it was written."""
+    data = {
+        "version": "2.0",
+        "messages": [
+            {"role": "assistant", "tool_calls": [{"id": "c1", "name": "f", "arguments": {"x": [number], "y": None}}]},
+            {"role": "tool", "tool_call_id": "c1", "tool_name": "f", "content": "ok", "meta": {"ui": {"v": number}}},
+        ],
+    }
+    log = MessageList.from_dict(data)
+    text = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(number)]
+    assert log[0].tool_calls[0].arguments == {"x": [text], "y": None}
+    assert log[1].meta.ui == {"v": text}
+    assert MessageList.from_json(log.to_json()) == log
