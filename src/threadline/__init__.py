@@ -36,6 +36,7 @@ from .messages import (
     Message,
     MessageList,
     MessageMeta,
+    Reasoning,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -45,7 +46,18 @@ from .messages import (
     system,
     user,
 )
-from .models import Model, ModelCapabilities, ModelRequest, ModelResponse, ModelSettings, TextDelta, ToolSpec, get_model
+from .models import (
+    Model,
+    ModelCapabilities,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ReasoningDelta,
+    ReasoningSettings,
+    TextDelta,
+    ToolSpec,
+    get_model,
+)
 from .models.tool_catalog import ToolCatalog
 from .tools import BaseToolset, Tool, Toolset, dynamic_tools, tool
 
@@ -93,6 +105,9 @@ __all__ = [
     "OutputValidationError",
     "PromptBuilder",
     "ProtocolError",
+    "Reasoning",
+    "ReasoningDelta",
+    "ReasoningSettings",
     "RunContext",
     "Store",
     "StoreError",

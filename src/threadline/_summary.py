@@ -83,7 +83,7 @@ async def summarize(model: Model, previous: str | None, messages: Sequence[Messa
     async for event in model.stream(request):
         if isinstance(event, TextDelta):
             parts.append(event.text)
-        else:
+        elif isinstance(event, ModelResponse):
             response = event
     text = (response.content if response is not None and response.content is not None else "".join(parts)).strip()
     return text

@@ -41,11 +41,14 @@ _SETTINGS_KEY = object()
 
 
 def text_of(message: Message) -> str:
-    """What the budget counts of a message: its text, plus each tool call's name and JSON arguments."""
+    """What the budget counts of a message: its text, plus each tool call's name and JSON arguments, plus the text
+    of its reasoning (thinking is sent back, and counted, with the answer it belongs to)."""
     if isinstance(message, AssistantMessage):
         text = message.content or ""
         for call in message.tool_calls:
             text += call.name + (call.raw_arguments if call.raw_arguments is not None else _args_text(call))
+        for piece in message.reasoning:
+            text += piece.text
         return text
     return message.content
 
@@ -146,12 +149,15 @@ def select_window(
                         meta=message.meta,
                         content=content_for_model(message),  # type: ignore[arg-type]
                         model=message.model,  # type: ignore[union-attr]
+                        reasoning=message.reasoning,  # type: ignore[union-attr]
                     )
                 elif message.content is None:
                     explicit.append(DroppedMessage(message.id, "empty"))
                     index -= 1
                     continue
-            text = message.content  # type: ignore[assignment]
+                text = text_of(message)
+            else:
+                text = message.content  # type: ignore[assignment]
             chars = len(text)
             tokens = (count(text) if count is not None else (chars + 3) // 4) + 4
             unit = (message,)

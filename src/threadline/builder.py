@@ -170,6 +170,26 @@ class PromptBuilder:
             raise UserError("max_tool_rounds must be a non-negative integer")
         return self._with_config(max_tool_rounds=n)
 
+    def reasoning(
+        self, effort: str | None = None, budget_tokens: int | None = None, *, enabled: bool = True
+    ) -> PromptBuilder:
+        """Turn a reasoning model's thinking on, and say how much: an effort (``"low"``, ``"medium"``, ``"high"``)
+        or a budget in tokens; each provider takes the one it knows and derives it from the other (Anthropic a
+        thinking budget, OpenAI an effort). ``enabled=False`` turns it off again.
+
+        The model's thinking is kept in the log (`AssistantMessage.reasoning`) and sent back where its provider
+        needs it; a model whose profile has no reasoning raises `CapabilityError` before any request.
+
+        Raises:
+            UserError: for an unknown effort or a budget that is not a positive integer.
+        """
+        from .conversation_config import reasoning_settings
+
+        if not enabled:
+            return self._with_config(reasoning=None)
+        settings = reasoning_settings(effort if effort is not None else True, budget_tokens)
+        return self._with_config(reasoning=settings)
+
     def mode(self, mode: str) -> PromptBuilder:
         """Switch the mode (``chat``, ``agent``, ``run``); only the system prefix changes."""
         if mode not in MODES:

@@ -22,7 +22,14 @@ import msgspec
 
 from ._ids import new_id
 from ._log_index import LogIndex
-from .conversation_config import CONFIG_FIELDS, ConversationConfig, check_settings, own_config, own_value
+from .conversation_config import (
+    CONFIG_FIELDS,
+    ConversationConfig,
+    check_settings,
+    own_config,
+    own_value,
+    reasoning_settings,
+)
 from .conversation_context import ConversationContext
 from .engine import TurnOptions, TurnResult, pending_calls_before, repair_pending, run_turn
 from .errors import StoreError, UserError
@@ -166,6 +173,8 @@ class Conversation(ConversationContext):
             raise ValueError(f"Unknown config key: {', '.join(map(repr, unknown))}")
         if "mode" in deltas and deltas["mode"] is not None and deltas["mode"] not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {deltas['mode']!r}")
+        if "reasoning" in deltas:
+            deltas = {**deltas, "reasoning": reasoning_settings(deltas["reasoning"])}
         for key, value in deltas.items():
             setattr(self.config, key, own_value(value))
         if "mode" in deltas and self.store is not None and deltas["mode"] is not None:
@@ -430,6 +439,7 @@ class Conversation(ConversationContext):
             timeout=armed.get("timeout", config.timeout),
             max_retries=armed.get("max_retries", config.max_retries),
             extras=extras,
+            reasoning=armed.get("reasoning", config.reasoning),
         )
         options = TurnOptions(
             settings=settings,

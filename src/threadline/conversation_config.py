@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from .context import ContextBuilder, ContextSettings
 from .errors import UserError
-from .models.base import Model
+from .models.base import EFFORTS, Model, ReasoningEffort, ReasoningSettings
 
 __all__ = [
     "CONFIG_FIELDS",
@@ -20,9 +20,10 @@ __all__ = [
     "check_settings",
     "own_config",
     "own_value",
+    "reasoning_settings",
 ]
 
-SETTING_KEYS = ("stream", "max_tokens", "temperature", "timeout", "max_retries")
+SETTING_KEYS = ("stream", "max_tokens", "temperature", "timeout", "max_retries", "reasoning")
 TURN_KEYS = ("tool_timeout",)
 EXTRA_PREFIXES = ("openai_", "anthropic_", "local_")
 
@@ -45,6 +46,8 @@ class ConversationConfig(msgspec.Struct):
         timeout: Seconds to wait for the model.
         max_retries: Retries of retryable provider failures.
         extras: Provider-prefixed extras (``openai_…``, ``anthropic_…``, ``local_…``).
+        reasoning: A reasoning model's thinking: on, and how much (see `reasoning_settings`); None: the provider's
+            default.
         tool_timeout: Seconds a tool may run before it is cut off and reported to the model.
         context: The context builder (or just its settings).
         busy_timeout: Seconds a turn (or `Conversation.add`) waits while another turn holds the conversation — in
@@ -65,6 +68,7 @@ class ConversationConfig(msgspec.Struct):
     timeout: float | None = None
     max_retries: int | None = None
     extras: dict[str, Any] = msgspec.field(default_factory=dict)
+    reasoning: ReasoningSettings | None = None
     tool_timeout: float | None = 60.0
     context: ContextBuilder | ContextSettings | None = None
     busy_timeout: float | None = 300.0
@@ -82,7 +86,9 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     extras: dict[str, Any] = {}
     for key, value in settings.items():
-        if key in SETTING_KEYS or key in TURN_KEYS:
+        if key == "reasoning":
+            out[key] = reasoning_settings(value)
+        elif key in SETTING_KEYS or key in TURN_KEYS:
             out[key] = value
         elif key.startswith(EXTRA_PREFIXES):
             extras[key] = value
@@ -94,6 +100,42 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     if extras:
         out["extras"] = extras
     return out
+
+
+def reasoning_settings(value: Any = None, budget_tokens: Any = None) -> ReasoningSettings | None:
+    """Reasoning settings from what a caller may write: a `ReasoningSettings`, an effort (``"low"``, ``"medium"``,
+    ``"high"``), a mapping with ``effort`` and/or ``budget_tokens``, ``True`` (on, default effort), or None/False
+    (off, unless ``budget_tokens`` is given).
+
+    Raises:
+        UserError: for an unknown effort, a budget that is not a positive integer, or another kind of value.
+    """
+    effort: Any
+    budget: Any
+    if isinstance(value, ReasoningSettings):
+        effort, budget = value.effort, value.budget_tokens
+    elif isinstance(value, Mapping):
+        unknown = set(value) - {"effort", "budget_tokens"}
+        if unknown:
+            raise UserError(f"reasoning takes effort and budget_tokens, not {', '.join(sorted(map(str, unknown)))}")
+        effort, budget = value.get("effort"), value.get("budget_tokens")
+    elif value is True:
+        effort, budget = None, None
+    elif value is None or value is False:
+        if budget_tokens is None:
+            return None
+        effort, budget = None, None
+    elif isinstance(value, str):
+        effort, budget = value, None
+    else:
+        raise UserError(f"reasoning must be an effort ({', '.join(EFFORTS)}), a mapping or True, got {value!r}")
+    if budget_tokens is not None:
+        budget = budget_tokens
+    if effort is not None and effort not in EFFORTS:
+        raise UserError(f"reasoning effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
+    if budget is not None and (type(budget) is not int or budget < 1):
+        raise UserError(f"reasoning budget_tokens must be a positive integer, got {budget!r}")
+    return ReasoningSettings(effort=cast("ReasoningEffort | None", effort), budget_tokens=budget)
 
 
 def own_config(config: ConversationConfig) -> ConversationConfig:

@@ -33,12 +33,13 @@ from .messages import (
     LLMError,
     Message,
     MessageList,
+    Reasoning,
     ToolCall,
     ToolMessage,
     Usage,
     UserMessage,
 )
-from .models.base import ModelRequest, ModelResponse, ModelSettings, ResponseFormat, TextDelta
+from .models.base import ModelRequest, ModelResponse, ModelSettings, ReasoningDelta, ResponseFormat, TextDelta
 from .tools import ResolvedTools, execute_tool_call
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ class TurnOptions(msgspec.Struct):
         tool_timeout: Seconds a tool may run (a tool's own timeout wins).
         response_format: A JSON schema for structured output.
         on_text: Called with each piece of text as the model streams it.
+        on_reasoning: Called with each piece of the model's thinking as it streams (parts of one answer are
+            separated by a blank line); thinking never reaches ``on_text``.
         run_context: Run-mode context for the context builder.
         meta: The `MessageMeta` every message of the turn is tagged with (None: the shared default).
     """
@@ -122,6 +125,7 @@ class TurnOptions(msgspec.Struct):
     tool_timeout: float | None = 60.0
     response_format: ResponseFormat | None = None
     on_text: Callable[[str], Any] | None = None
+    on_reasoning: Callable[[str], Any] | None = None
     run_context: Any = None
     meta: Any = None
 
@@ -215,6 +219,7 @@ async def run_turn(
                 tool_calls=_unique_ids(host.known_call_ids(), calls) if calls else calls,
                 model=response.model or model.name,
                 usage=response.usage,
+                reasoning=response.reasoning,
                 meta=meta,
             )
             if response.usage is not None:
@@ -301,6 +306,7 @@ async def _call_model(
 ) -> ModelResponse:
     """Stream one model call and check what it returned; on failure record the partial output and raise."""
     parts: list[str] = []
+    thinking = _Thinking(options.on_reasoning)
     on_text = options.on_text
     response: ModelResponse | None = None
     try:
@@ -314,8 +320,15 @@ async def _call_model(
                     on_text(text)
             elif isinstance(event, ModelResponse):
                 response = event
+            elif isinstance(event, ReasoningDelta):
+                if not isinstance(event.text, str):
+                    raise _invalid(model, f"streamed a reasoning piece that is a {type(event.text).__name__}")
+                thinking.add(event)
             else:
-                raise _invalid(model, f"streamed a {type(event).__name__}; a model yields TextDelta and ModelResponse")
+                raise _invalid(
+                    model,
+                    f"streamed a {type(event).__name__}; a model yields TextDelta, ReasoningDelta and ModelResponse",
+                )
         if response is None:
             raise ModelError(f"model {model.name!r} ended its stream without a response", type="empty_response")
         response = check_response(response, model.name)
@@ -340,7 +353,9 @@ async def _call_model(
             raised = exc
         if isinstance(raised, ModelError):
             raised.partial = partial
-        failure = AssistantMessage(content=partial, error=error, model=model.name, meta=_meta(options))
+        failure = AssistantMessage(
+            content=partial, error=error, model=model.name, reasoning=thinking.partial(), meta=_meta(options)
+        )
         host.record(failure)  # a StoreError here replaces the model's failure: the caller must see it
         result.new_messages.append(failure)
         result.stop_reason = "error"
@@ -348,6 +363,38 @@ async def _call_model(
             raise
         raise raised from exc
     return response
+
+
+class _Thinking:
+    """The reasoning a call streams: passed on to ``on_reasoning`` as it comes, and kept so that a call that fails
+    logs what it had thought. Those parts are kept without any signature: a cut block is never sent back as if it
+    were whole."""
+
+    __slots__ = ("_on_reasoning", "_parts", "_providers")
+
+    def __init__(self, on_reasoning: Callable[[str], Any] | None) -> None:
+        self._on_reasoning = on_reasoning
+        self._parts: dict[int, list[str]] = {}
+        self._providers: dict[int, str | None] = {}
+
+    def add(self, delta: ReasoningDelta) -> None:
+        pieces = self._parts.get(delta.part)
+        new_part = pieces is None
+        if pieces is None:
+            pieces = self._parts[delta.part] = []
+            self._providers[delta.part] = delta.provider if isinstance(delta.provider, str) else None
+        pieces.append(delta.text)
+        if self._on_reasoning is not None and delta.text:
+            if new_part and len(self._parts) > 1:
+                self._on_reasoning("\n\n")
+            self._on_reasoning(delta.text)
+
+    def partial(self) -> list[Reasoning]:
+        return [
+            Reasoning(text="".join(pieces), provider=self._providers[part])
+            for part, pieces in sorted(self._parts.items())
+            if any(pieces)
+        ]
 
 
 def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
@@ -358,7 +405,8 @@ def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
     as JSON) are kept as ``raw_arguments`` text, so the tool result is an "invalid arguments" error the model can
     correct; ``arguments=None`` means no arguments; a usage or model name of the wrong type is dropped. What cannot
     be repaired — content that is not text, a tool call without a name, a tool-call id that is not a string — makes
-    the call fail with a `ModelError` (``type="invalid_response"``), logged like any other failure.
+    the call fail with a `ModelError` (``type="invalid_response"``), logged like any other failure; so does
+    reasoning that is not a list of `Reasoning` with text fields.
 
     Raises:
         ModelError: for a response that cannot be logged.
@@ -375,6 +423,12 @@ def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
     if content is not None and not isinstance(content, str):
         raise ModelError(
             f"model {model_name!r} returned content that is a {type(content).__name__}, not a str",
+            type="invalid_response",
+        )
+    reasoning = response.reasoning
+    if reasoning and not _reasoning_ok(reasoning):
+        raise ModelError(
+            f"model {model_name!r} returned reasoning that is not a list of Reasoning with text fields",
             type="invalid_response",
         )
     if isinstance(calls, list) and not calls and usage_ok and name_ok:
@@ -401,7 +455,23 @@ def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
         usage=usage if usage_ok else None,
         stop_reason=response.stop_reason,
         model=name if name_ok else None,
+        reasoning=reasoning,
     )
+
+
+def _reasoning_ok(reasoning: Any) -> bool:
+    """Whether a response's reasoning can be logged: a list of `Reasoning` whose fields have their declared types."""
+    if not isinstance(reasoning, list):
+        return False
+    for piece in reasoning:
+        if not isinstance(piece, Reasoning) or not isinstance(piece.text, str):
+            return False
+        for value in (piece.signature, piece.redacted, piece.provider, piece.id):
+            if value is not None and not isinstance(value, str):
+                return False
+        if piece.position is not None and not (type(piece.position) is int and piece.position >= 0):
+            return False
+    return True
 
 
 def _checked_call(call: Any, index: int, model_name: str) -> ToolCall:

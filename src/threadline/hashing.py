@@ -7,9 +7,10 @@ sent, and nothing that does not.
 
 In the hash: the model name (a `Model` object by its ``name``; no model: the default name), the system text, the
 context documents (names and text, in order), every message's role, content, attachments, tool calls (ids, names,
-arguments), tool results (call id, tool name, content, error flag), a failed call's error, and whether it is sent
-at all (``include_in_context``); every tool's name, description and JSON schema; ``max_tokens``, ``temperature``,
-provider extras, ``tool_choice`` and ``max_tool_rounds``. Not in it: message ids, timestamps, usage, durations, UI
+arguments), an answer's reasoning (when it has any), tool results (call id, tool name, content, error flag), a failed
+call's error, and whether it is sent at all (``include_in_context``); every tool's name, description and JSON
+schema; ``max_tokens``, ``temperature``, ``reasoning`` (when set), provider extras, ``tool_choice`` and
+``max_tool_rounds``. Not in it: message ids, timestamps, usage, durations, UI
 metadata, and transport settings (``stream``, ``timeout``, ``max_retries``, ``tool_timeout``), which change how a
 request travels, not what it asks. Tool-call ids are in it because providers are sent them.
 
@@ -147,6 +148,7 @@ def _assemble(
         timeout=checked.get("timeout"),
         max_retries=checked.get("max_retries"),
         extras=checked.get("extras", {}),
+        reasoning=checked.get("reasoning"),
     )
     return GenerateRequest(
         model=model,
@@ -200,6 +202,15 @@ def request_hash(
 def hash_request(request: GenerateRequest) -> str:
     """`request_hash` of an already prepared request."""
     settings = request.settings
+    shaping: dict[str, Any] = {
+        "max_tokens": settings.max_tokens,
+        "temperature": settings.temperature,
+        "extras": settings.extras,
+        "tool_choice": request.tool_choice,
+        "max_tool_rounds": request.max_tool_rounds,
+    }
+    if settings.reasoning is not None:  # only then, so the hashes of requests without it stay what they were
+        shaping["reasoning"] = settings.reasoning
     payload = (
         HASH_VERSION,
         request.model_name,
@@ -207,13 +218,7 @@ def hash_request(request: GenerateRequest) -> str:
         request.context,
         [_tool(spec) for spec in request.tools.specs()],
         request.tools.instructions,
-        {
-            "max_tokens": settings.max_tokens,
-            "temperature": settings.temperature,
-            "extras": settings.extras,
-            "tool_choice": request.tool_choice,
-            "max_tool_rounds": request.max_tool_rounds,
-        },
+        shaping,
         _canonical_log(request.messages),
     )
     try:
@@ -242,6 +247,16 @@ def _canonical(message: Message) -> tuple[Any, ...]:
     """A message as the request carries it: no id, timestamp, usage, duration or UI metadata."""
     kind = type(message)
     if kind is AssistantMessage:
+        reasoning = message.reasoning  # type: ignore[union-attr]
+        if reasoning:  # only then, so the hashes of logs without reasoning stay what they were
+            return (
+                "a",
+                message.content,
+                message.tool_calls,  # type: ignore[union-attr]
+                message.error,  # type: ignore[union-attr]
+                message.meta.include_in_context,
+                reasoning,
+            )
         return (
             "a",
             message.content,

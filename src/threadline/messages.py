@@ -36,11 +36,13 @@ __all__ = [
     "MessageList",
     "MessageMeta",
     "Mode",
+    "Reasoning",
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
     "Usage",
     "UserMessage",
+    "answer_parts",
     "assistant",
     "content_for_model",
     "system",
@@ -219,10 +221,17 @@ class LLMError(msgspec.Struct, kw_only=True, gc=False):
 
 
 class Usage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
-    """Token usage reported by the model for one call."""
+    """Token usage reported by the model for one call.
+
+    Attributes:
+        input_tokens: Tokens of the request (cached ones included).
+        output_tokens: Tokens generated, reasoning included.
+        reasoning_tokens: The part of ``output_tokens`` spent on reasoning, where the provider reports it.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -232,7 +241,45 @@ class Usage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
+
+
+class Reasoning(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """One piece of a model's reasoning, kept in its assistant message so it can be sent back exactly.
+
+    Reasoning models think before they answer, and some providers refuse a tool loop whose earlier turns do not
+    carry that thinking back verbatim (Anthropic's signed ``thinking`` blocks, the Responses API's encrypted
+    ``reasoning`` items). The log keeps every piece; each provider's translation decides what it may send (see
+    DESIGN §12): signed or encrypted reasoning only to the family that produced it, plain text to none by default.
+
+    Attributes:
+        text: The visible thinking, or a summary of it (``""`` when the provider shows none).
+        signature: The provider's signature over ``text`` (Anthropic ``thinking.signature``), sent back unchanged.
+        redacted: Opaque reasoning data (Anthropic ``redacted_thinking.data``, Responses ``encrypted_content``).
+        provider: The wire family that produced it: ``"anthropic"``, ``"openai-responses"`` or ``"openai"``.
+        id: The provider's id for it (a Responses reasoning item's ``id``; several summary parts of one item share
+            it, in order).
+        position: Where the piece stood among the answer's parts (reasoning, its text, its tool calls, counted
+            from 0) when it did not come before all of them; None: it came first (see `answer_parts`).
+    """
+
+    text: str = ""
+    signature: str | None = None
+    redacted: str | None = None
+    provider: str | None = None
+    id: str | None = None
+    position: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+    def __post_init__(self) -> None:
+        text = self.text
+        if not (type(text) is str and text.isascii()):
+            self.text = _text(text)
+        self.signature = _text(self.signature)
+        self.redacted = _text(self.redacted)
+        if self.provider is not None:
+            self.provider = _shared(_text(self.provider))
+        self.id = _text(self.id)
 
 
 class _BaseMessage(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="role", gc=False):
@@ -311,13 +358,18 @@ class UserMessage(_BaseMessage, tag="user"):
 
 
 class AssistantMessage(_BaseMessage, tag="assistant"):
-    """A model turn: text, tool calls, or a failure (``error`` set, ``content`` = the partial output)."""
+    """A model turn: text, tool calls, or a failure (``error`` set, ``content`` = the partial output).
+
+    ``reasoning`` holds the model's thinking, in order (see `Reasoning`); a failed call keeps what it had streamed
+    of it, without a signature, so it is never sent back as if it were whole.
+    """
 
     content: str | None = None
     tool_calls: list[ToolCall] = NO_ITEMS
     error: LLMError | None = None
     model: str | None = None
     usage: Usage | None = None
+    reasoning: list[Reasoning] = NO_ITEMS
 
     def __post_init__(self) -> None:
         content, model = self.content, self.model
@@ -335,9 +387,12 @@ class AssistantMessage(_BaseMessage, tag="assistant"):
             self._clean_common()
             self.content = _text(content)
             model = _text(model)
-        # Memory: most assistant messages have no tool calls and share one empty list; model names repeat.
+        # Memory: most assistant messages have no tool calls or reasoning and share one empty list; model names
+        # repeat.
         if not self.tool_calls and self.tool_calls is not NO_ITEMS:
             self.tool_calls = NO_ITEMS
+        if not self.reasoning and self.reasoning is not NO_ITEMS:
+            self.reasoning = NO_ITEMS
         if model is not None:
             self.model = _shared(model)
 
@@ -384,6 +439,31 @@ def content_for_model(message: AssistantMessage) -> str | None:
     return f"{message.content}\n{block}" if message.content else block
 
 
+AnswerPart: TypeAlias = "Reasoning | str | ToolCall"
+
+
+def answer_parts(message: AssistantMessage) -> list[AnswerPart]:
+    """The parts of an assistant answer in the order the model produced them: its reasoning pieces, its text (one
+    part, ``content_for_model``), and its tool calls.
+
+    Reasoning without a ``position`` comes first, in its order; then the text, then the tool calls; each reasoning
+    piece with a ``position`` is put back at that index (interleaved thinking between tool calls keeps its place).
+    """
+    text = content_for_model(message)
+    parts: list[AnswerPart] = [piece for piece in message.reasoning if piece.position is None]
+    if text:
+        parts.append(text)
+    parts.extend(message.tool_calls)
+    placed = sorted((piece for piece in message.reasoning if piece.position is not None), key=_position)
+    for piece in placed:
+        parts.insert(min(_position(piece), len(parts)), piece)
+    return parts
+
+
+def _position(piece: Reasoning) -> int:
+    return piece.position if piece.position is not None else 0
+
+
 def system(text: str, *, meta: MessageMeta | None = None) -> SystemMessage:
     """A system message for the log."""
     return SystemMessage(content=text, meta=meta or DEFAULT_META)
@@ -405,8 +485,8 @@ _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
 class MessageList:
     """The mutable, ordered container of a conversation's messages; the single source of truth.
 
-    Serialization lives only here: `to_dict`/`to_json` write version ``"2.0"``; `from_dict`/`from_json` read it,
-    the fluent_llm ``"1.0"`` format, and a bare list of OpenAI chat messages.
+    Serialization lives only here: `to_dict`/`to_json` write version ``"2.1"``; `from_dict`/`from_json` read it,
+    ``"2.0"``, the fluent_llm ``"1.0"`` format, and a bare list of OpenAI chat messages.
     """
 
     __slots__ = ("_items",)
@@ -499,20 +579,20 @@ class MessageList:
 
     # Serialization: implemented in threadline.serialization, which owns the wire forms and their versions.
     def to_dict(self) -> dict[str, Any]:
-        """``{"version": "2.0", "messages": [...]}`` with JSON-ready values."""
+        """``{"version": "2.1", "messages": [...]}`` with JSON-ready values."""
         from .serialization.native import dump_dict
 
         return dump_dict(self._items)
 
     def to_json(self) -> str:
-        """The version ``"2.0"`` JSON text."""
+        """The version ``"2.1"`` JSON text."""
         from .serialization.native import dump_json
 
         return dump_json(self._items).decode("utf-8")
 
     @classmethod
     def from_dict(cls, data: Any) -> MessageList:
-        """Read version ``"2.0"``, fluent_llm ``"1.0"``, or a bare list of OpenAI chat messages.
+        """Read version ``"2.1"`` or ``"2.0"``, fluent_llm ``"1.0"``, or a bare list of OpenAI chat messages.
 
         Raises:
             MessageListDeserializationError: naming the offending position and field; nothing partial is returned.

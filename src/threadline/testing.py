@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+import msgspec
+
 from .errors import ModelError
 from .messages import AssistantMessage, Message, ToolCall, Usage
 from .models.base import (
@@ -30,6 +32,7 @@ from .models.base import (
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    ReasoningDelta,
     ResponseFormat,
     TextDelta,
     ToolSpec,
@@ -67,9 +70,9 @@ class ScriptedModel(Model):
     """A model that plays back a queue of responses, for tests.
 
     Each item is a ``str`` (a final answer, streamed in a few chunks), an `AssistantMessage` (e.g. with
-    ``tool_calls``), an exception instance (the call fails with it; a `ModelError` with ``partial`` streams that
-    text first), or a callable ``(request) -> one of those`` (sync or async). An empty queue fails the call with a
-    clear `ModelError`.
+    ``tool_calls``, or ``reasoning``, whose text streams first as `ReasoningDelta` events), an exception instance
+    (the call fails with it; a `ModelError` with ``partial`` streams that text first), or a callable
+    ``(request) -> one of those`` (sync or async). An empty queue fails the call with a clear `ModelError`.
 
     Args:
         responses: The queue.
@@ -88,7 +91,7 @@ class ScriptedModel(Model):
     ) -> None:
         self.name = name
         self.capabilities = capabilities or ModelCapabilities(
-            tools=True, streaming=True, structured_output=True, images=True, context_length=None
+            tools=True, streaming=True, structured_output=True, images=True, context_length=None, reasoning=True
         )
         self._queue: deque[Any] = deque(responses)
         self._usage = usage
@@ -135,6 +138,9 @@ class ScriptedModel(Model):
             yield ModelResponse(content=item, stop_reason="stop", usage=self._usage, model=self.name)
             return
         if isinstance(item, AssistantMessage):
+            for part, piece in enumerate(item.reasoning):
+                for chunk in _chunks(piece.text):
+                    yield ReasoningDelta(chunk, part=part, provider=piece.provider)
             if item.content:
                 for chunk in _chunks(item.content):
                     yield TextDelta(chunk)
@@ -148,6 +154,7 @@ class ScriptedModel(Model):
                 usage=item.usage or self._usage,
                 stop_reason="tool_calls" if calls else "stop",
                 model=item.model or self.name,
+                reasoning=[msgspec.structs.replace(piece) for piece in item.reasoning],
             )
             return
         raise TypeError(

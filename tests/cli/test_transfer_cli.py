@@ -25,7 +25,7 @@ def test_export_json_to_stdout_and_to_a_file(store_url: str, store: Store, tmp_p
     target = tmp_path / "out" / "log.json"
     written = run_cli("export", info.id, "-o", str(target), "--store", store_url)
     assert written.returncode == 0, written.stderr
-    assert json.loads(target.read_text())["version"] == "2.0"
+    assert json.loads(target.read_text())["version"] == "2.1"
     assert list(MessageList.from_json(target.read_bytes())) == messages
     assert f"Exported {info.id} (9 messages)" in written.stderr
 

@@ -74,7 +74,7 @@ def full_log() -> MessageList:
 # -- version 2.0 ------------------------------------------------------------------------------------------------
 def test_to_dict_is_version_2_with_json_ready_values() -> None:
     data = full_log().to_dict()
-    assert data["version"] == "2.0"
+    assert data["version"] == "2.1"
     assert [m["role"] for m in data["messages"]] == [
         "system",
         "user",
@@ -166,7 +166,7 @@ def test_hand_written_v2_document_with_minimal_fields_reads() -> None:
 
 def test_empty_log_round_trips() -> None:
     assert MessageList.from_json(MessageList().to_json()) == MessageList()
-    assert MessageList().to_dict() == {"version": "2.0", "messages": []}
+    assert MessageList().to_dict() == {"version": "2.1", "messages": []}
 
 
 # -- fluent_llm 1.0 ---------------------------------------------------------------------------------------------

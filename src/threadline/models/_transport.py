@@ -59,7 +59,7 @@ import httpx
 from httpx_sse import EventSource
 
 from ..errors import ModelError
-from .base import ModelEvent, ModelResponse, ModelSettings, TextDelta
+from .base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 
 __all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]
 
@@ -73,9 +73,10 @@ _USER_AGENT = "threadline"
 
 
 class StreamDecoder(Protocol):
-    """Reads one provider's stream events (see `ChatStream` and `MessageStream`)."""
+    """Reads one provider's stream events (see `ChatStream` and `MessageStream`): `feed` returns the answer text an
+    event adds, a `ReasoningDelta` for a piece of thinking, or None."""
 
-    def feed(self, event: str, data: str) -> str | None: ...
+    def feed(self, event: str, data: str) -> str | ReasoningDelta | None: ...
 
     def finish(self) -> ModelResponse: ...
 
@@ -244,6 +245,7 @@ class Endpoint:
         deadline: float | None = None
         while True:
             shown: list[str] = []
+            thought = False
             headers: httpx.Headers | None = None
             try:
                 response = await self._send(pool, payload, timeout)
@@ -259,10 +261,15 @@ class Endpoint:
                         reader = decoder()
                         feed = reader.feed
                         async for event in EventSource(response).aiter_sse():
-                            text = feed(event.event, event.data)
-                            if text:
-                                shown.append(text)
-                                yield TextDelta(text)
+                            piece = feed(event.event, event.data)
+                            if isinstance(piece, str):
+                                if piece:
+                                    shown.append(piece)
+                                    yield TextDelta(piece)
+                            elif piece is not None:
+                                # Thinking already shown cannot be taken back either: no retry after it.
+                                thought = True
+                                yield piece
                         result = reader.finish()
                 finally:
                     await response.aclose()
@@ -278,7 +285,7 @@ class Endpoint:
                 if deadline is None and self.retry_time_limit is not None:
                     deadline = now + self.retry_time_limit
                 signals = _Signals.read(headers)
-                why_not = _why_not_retry(error, signals, shown, attempt, retries)
+                why_not = _why_not_retry(error, signals, shown or thought, attempt, retries)
                 if why_not is None:
                     delay = self._delay(attempt, signals.retry_after)
                     if deadline is None or now + delay <= deadline:
@@ -304,6 +311,11 @@ class Endpoint:
                 )
                 error.partial = partial
                 raise self._redact(error) from None
+            if not thought:
+                # Unstreamed: each reasoning piece is one delta, so callers that show thinking see it all the same.
+                for part, thinking in enumerate(result.reasoning):
+                    if thinking.text:
+                        yield ReasoningDelta(thinking.text, part=part, provider=thinking.provider)
             if not shown and result.content:
                 # Unstreamed (or a server that ignored "stream"): the whole text is one delta, so callers that
                 # show text as it comes see it all the same.
@@ -452,8 +464,9 @@ class _Signals:
         return cls(_retry_after(headers), should, attempted)
 
 
-def _why_not_retry(error: ModelError, signals: _Signals, shown: list[str], attempt: int, retries: int) -> str | None:
-    """Why a failed attempt is not retried (None: it is), when the reason is worth telling the user."""
+def _why_not_retry(error: ModelError, signals: _Signals, shown: object, attempt: int, retries: int) -> str | None:
+    """Why a failed attempt is not retried (None: it is), when the reason is worth telling the user (``shown``:
+    whether text or thinking was shown already)."""
     if shown or attempt >= retries:
         return ""  # text already shown cannot be taken back; the retries allowed are used up
     if signals.should_retry is False:

@@ -1,9 +1,9 @@
 """What a model is to threadline: a request, a stream of events, capabilities.
 
 A `Model` receives one `ModelRequest` (messages exactly as they are sent, system prefix included; tool specs with
-real names; settings) and yields `TextDelta` events while it streams, then exactly one `ModelResponse`. It raises
-`ModelError` when the call fails. Retries, wire names and wire formats are the adapter's business; the turn engine
-only sees these types.
+real names; settings) and yields `TextDelta` and `ReasoningDelta` events while it streams, then exactly one
+`ModelResponse`. It raises `ModelError` when the call fails. Retries, wire names and wire formats are the adapter's
+business; the turn engine only sees these types.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from ..errors import CapabilityError
-from ..messages import Message, ToolCall, Usage, UserMessage
+from ..messages import Message, Reasoning, ToolCall, Usage, UserMessage
 
 __all__ = [
     "Model",
@@ -24,6 +24,8 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "ReasoningDelta",
+    "ReasoningSettings",
     "ResponseFormat",
     "TextDelta",
     "ToolChoice",
@@ -45,6 +47,8 @@ class ModelCapabilities(msgspec.Struct, frozen=True):
         tool_choice_required: Honours ``tool_choice="required"`` (call some tool). Without it, ``"required"``
             with one tool offered is sent as that tool's name, and with several is refused (`CapabilityError`).
             A choice naming one tool needs only ``tools``.
+        reasoning: Takes reasoning settings (``.reasoning(effort=…, budget_tokens=…)``): a thinking budget or a
+            reasoning effort.
     """
 
     tools: bool = True
@@ -53,6 +57,7 @@ class ModelCapabilities(msgspec.Struct, frozen=True):
     images: bool = False
     context_length: int | None = None
     tool_choice_required: bool = True
+    reasoning: bool = False
 
 
 class ToolSpec(msgspec.Struct, frozen=True):
@@ -70,6 +75,46 @@ class ResponseFormat(msgspec.Struct, frozen=True):
     schema: Mapping[str, Any]
 
 
+ReasoningEffort: TypeAlias = Literal["low", "medium", "high"]
+EFFORTS: tuple[ReasoningEffort, ...] = ("low", "medium", "high")
+# Anthropic's thinking takes a token budget, OpenAI's reasoning an effort: each is derived from the other with these.
+_BUDGETS: dict[str, int] = {"low": 2_048, "medium": 8_192, "high": 24_576}
+
+
+class ReasoningSettings(msgspec.Struct, frozen=True):
+    """How much a reasoning model should think (``.reasoning(effort=…, budget_tokens=…)`` on the builder).
+
+    Each provider takes one of the two: Anthropic a thinking budget in tokens, OpenAI an effort. The one given is
+    used where it fits and the other is derived from it (`budget`, `level`); with neither, ``"medium"``.
+
+    Attributes:
+        effort: ``"low"``, ``"medium"`` or ``"high"``.
+        budget_tokens: Tokens the model may spend thinking.
+    """
+
+    effort: ReasoningEffort | None = None
+    budget_tokens: int | None = None
+
+    def budget(self) -> int:
+        """The thinking budget in tokens: ``budget_tokens``, else one derived from the effort (low 2,048, medium
+        8,192, high 24,576)."""
+        if self.budget_tokens is not None:
+            return self.budget_tokens
+        return _BUDGETS[self.effort or "medium"]
+
+    def level(self) -> ReasoningEffort:
+        """The effort: ``effort``, else the one whose budget (see `budget`) is the nearest at or above
+        ``budget_tokens``."""
+        if self.effort is not None:
+            return self.effort
+        if self.budget_tokens is None:
+            return "medium"
+        for effort in EFFORTS:
+            if self.budget_tokens <= _BUDGETS[effort]:
+                return effort
+        return "high"
+
+
 class ModelSettings(msgspec.Struct):
     """Per-request settings.
 
@@ -80,6 +125,8 @@ class ModelSettings(msgspec.Struct):
         timeout: Seconds to wait for the model (per attempt for HTTP providers).
         max_retries: Retries of retryable failures (HTTP providers).
         extras: Provider-prefixed extras, e.g. ``{"openai_seed": 1, "local_top_k": 40}``.
+        reasoning: Turn a reasoning model's thinking on, and say how much (None: the provider's default, which for
+            Anthropic is no thinking).
     """
 
     stream: bool = True
@@ -88,6 +135,7 @@ class ModelSettings(msgspec.Struct):
     timeout: float | None = None
     max_retries: int | None = None
     extras: dict[str, Any] = msgspec.field(default_factory=dict)
+    reasoning: ReasoningSettings | None = None
 
     def extras_for(self, prefix: str) -> dict[str, Any]:
         """The extras of one provider with their prefix removed (``openai_seed`` -> ``seed``)."""
@@ -119,20 +167,41 @@ class TextDelta(msgspec.Struct, frozen=True):
     text: str
 
 
+class ReasoningDelta(msgspec.Struct, frozen=True):
+    """A piece of streamed reasoning (thinking or a summary of it), shown as it comes; the whole pieces, with
+    their signatures, arrive in `ModelResponse.reasoning`.
+
+    Attributes:
+        text: The piece.
+        part: Which reasoning part of the answer it belongs to (0, 1, …: a new number starts a new part).
+        provider: The wire family (as in `Reasoning.provider`).
+    """
+
+    text: str
+    part: int = 0
+    provider: str | None = None
+
+
 StopReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "error"] | str
 
 
 class ModelResponse(msgspec.Struct):
-    """The complete result of one model call; the last event of a stream."""
+    """The complete result of one model call; the last event of a stream.
+
+    Attributes:
+        reasoning: The answer's reasoning pieces, in order, exactly as the provider sent them (signatures and
+            opaque data included), for the log.
+    """
 
     content: str | None
     tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
     usage: Usage | None = None
     stop_reason: StopReason | None = None
     model: str | None = None
+    reasoning: list[Reasoning] = msgspec.field(default_factory=list)
 
 
-ModelEvent: TypeAlias = TextDelta | ModelResponse
+ModelEvent: TypeAlias = TextDelta | ReasoningDelta | ModelResponse
 
 
 class Model(ABC):
@@ -148,7 +217,7 @@ class Model(ABC):
 
     @abstractmethod
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """Run one call: yield `TextDelta` events, then one `ModelResponse`.
+        """Run one call: yield `TextDelta` (and `ReasoningDelta`) events, then one `ModelResponse`.
 
         Raises:
             ModelError: when the call fails (``.partial`` holds any text already produced).
@@ -179,6 +248,11 @@ def check_capabilities(name: str, caps: ModelCapabilities, request: ModelRequest
         raise CapabilityError(f"model {name!r} supports neither JSON-schema output nor tools for structured output")
     if not caps.images and _has_images(request.messages):
         raise CapabilityError(f"model {name!r} does not accept images")
+    if request.settings.reasoning is not None and not caps.reasoning:
+        raise CapabilityError(
+            f"model {name!r} takes no reasoning settings (.reasoning(...)): its profile has no reasoning; leave "
+            "them out, or pick a reasoning model"
+        )
 
 
 def _has_images(messages: Iterable[Message]) -> bool:

@@ -50,6 +50,8 @@ class ModelProfile:
         family: The family's name prefix (``"gpt-4o"``), or ``""`` for the fallback profile.
         capabilities: The flags the engine checks before sending.
         max_output_tokens: The ``max_tokens`` sent when the caller sets none (Anthropic always needs one).
+        output_limit: The most tokens the family can generate in one answer, when known (a thinking budget must
+            fit under it).
         system_role: How system text is sent on OpenAI: ``"system"``, ``"developer"`` (reasoning models) or
             ``"user"`` (models that refuse both).
         max_tokens_field: ``"max_tokens"`` or ``"max_completion_tokens"`` (OpenAI reasoning models).
@@ -68,6 +70,7 @@ class ModelProfile:
     family: str
     capabilities: ModelCapabilities = field(default_factory=ModelCapabilities)
     max_output_tokens: int | None = None
+    output_limit: int | None = None
     system_role: SystemRole = "system"
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     temperature: bool = True
@@ -103,7 +106,12 @@ class ModelProfile:
 
 
 def _caps(
-    *, tools: bool = True, structured: bool = False, images: bool = False, context: int | None = None
+    *,
+    tools: bool = True,
+    structured: bool = False,
+    images: bool = False,
+    context: int | None = None,
+    reasoning: bool = False,
 ) -> ModelCapabilities:
     return ModelCapabilities(
         tools=tools,
@@ -112,13 +120,14 @@ def _caps(
         images=images,
         context_length=context,
         tool_choice_required=tools,
+        reasoning=reasoning,
     )
 
 
 def _reasoning(family: str, *, images: bool, context: int, tools: bool = True) -> ModelProfile:
     return ModelProfile(
         family,
-        _caps(tools=tools, structured=tools, images=images, context=context),
+        _caps(tools=tools, structured=tools, images=images, context=context, reasoning=True),
         system_role="developer",
         max_tokens_field="max_completion_tokens",
         temperature=False,
@@ -154,10 +163,14 @@ _OPENAI: tuple[ModelProfile, ...] = (
 _OPENAI_FALLBACK = ModelProfile("", _caps(), None)
 
 
-def _claude(family: str, max_output: int, default_output: int = 8_192, context: int = 200_000) -> ModelProfile:
+def _claude(
+    family: str, max_output: int, default_output: int = 8_192, context: int = 200_000, *, thinking: bool = False
+) -> ModelProfile:
     # Anthropic needs max_tokens on every request; the default stays modest so a missing setting does not
     # reserve a huge output budget, and never exceeds what the family can produce.
-    return ModelProfile(family, _caps(images=True, context=context), min(default_output, max_output))
+    return ModelProfile(
+        family, _caps(images=True, context=context, reasoning=thinking), min(default_output, max_output), max_output
+    )
 
 
 _ANTHROPIC: tuple[ModelProfile, ...] = (
@@ -166,14 +179,15 @@ _ANTHROPIC: tuple[ModelProfile, ...] = (
     _claude("claude-3-sonnet", 4_096),
     _claude("claude-3-5-haiku", 8_192),
     _claude("claude-3-5-sonnet", 8_192),
-    _claude("claude-3-7-sonnet", 64_000),
-    _claude("claude-sonnet-4", 64_000),
-    _claude("claude-opus-4", 32_000),
-    _claude("claude-haiku-4", 64_000),
-    _claude("claude-opus-4-5", 64_000),
+    _claude("claude-3-7-sonnet", 64_000, thinking=True),
+    _claude("claude-sonnet-4", 64_000, thinking=True),
+    _claude("claude-opus-4", 32_000, thinking=True),
+    _claude("claude-haiku-4", 64_000, thinking=True),
+    _claude("claude-opus-4-5", 64_000, thinking=True),
 )
 
-_ANTHROPIC_FALLBACK = ModelProfile("", _caps(images=True, context=200_000), 4_096)
+# A model id no family knows is a newer Claude: they all think (extended thinking came with 3.7).
+_ANTHROPIC_FALLBACK = ModelProfile("", _caps(images=True, context=200_000, reasoning=True), 4_096)
 
 
 def _match(model: str, table: tuple[ModelProfile, ...], fallback: ModelProfile) -> ModelProfile:

@@ -1,6 +1,6 @@
 """Messages in and out of JSON: the native versioned form, and the readers of older and foreign formats.
 
-- `threadline.serialization.native`: the threadline format (``{"version": "2.0", "messages": [...]}``) and one
+- `threadline.serialization.native`: the threadline format (``{"version": "2.1", "messages": [...]}``) and one
   message as stored bytes; `load_json` / `load_data` read every format below.
 - `threadline.serialization.fluent_v1`: version ``"1.0"`` of the fluent_llm format, converted losslessly (a
   ``ToolCallMessage`` becomes an assistant tool call followed by its tool result).

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from .._ids import new_id
 from ..errors import MessageListDeserializationError
 from ..messages import (
@@ -26,6 +28,7 @@ from ..messages import (
     LLMError,
     Message,
     MessageMeta,
+    Reasoning,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -37,6 +40,7 @@ from .fields import (
     READ_ERRORS,
     FieldError,
     first_field,
+    is_of,
     iso_timestamp,
     kind_name,
     parse_timestamp,
@@ -156,9 +160,39 @@ def _usage(item: Mapping[str, Any]) -> Usage | None:
         raise FieldError(f"usage: expected an object, got {kind_name(data)}", "usage")
     inputs = data.get("input_tokens", data.get("prompt_tokens", 0))
     outputs = data.get("output_tokens", data.get("completion_tokens", 0))
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (inputs, outputs)):
+    reasoning = data.get("reasoning_tokens", 0)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (inputs, outputs, reasoning)):
         raise FieldError("usage: token counts must be non-negative integers", "usage")
-    return Usage(input_tokens=inputs, output_tokens=outputs)
+    return Usage(input_tokens=inputs, output_tokens=outputs, reasoning_tokens=reasoning)
+
+
+_REASONING_TEXT = ("text", "signature", "redacted", "provider", "id")
+
+
+def _reasoning(item: Mapping[str, Any]) -> list[Reasoning]:
+    """An assistant message's ``reasoning``: a list of objects with the fields of `Reasoning`."""
+    data = item.get("reasoning")
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise FieldError(f"reasoning: expected a list, got {kind_name(data)}", "reasoning")
+    pieces: list[Reasoning] = []
+    for index, piece in enumerate(data):
+        where = f"reasoning[{index}]"
+        if not isinstance(piece, Mapping):
+            raise FieldError(f"{where}: expected an object, got {kind_name(piece)}", "reasoning")
+        values: dict[str, Any] = {}
+        for key in _REASONING_TEXT:
+            value = piece.get(key)
+            if value is not None and not isinstance(value, str):
+                raise FieldError(f"{where}.{key}: expected a string, got {kind_name(value)}", "reasoning")
+            if value is not None:
+                values[key] = value
+        position = piece.get("position")
+        if position is not None and not (is_of(position, int) and position >= 0):
+            raise FieldError(f"{where}.position: expected a non-negative integer, got {position!r}", "reasoning")
+        pieces.append(Reasoning(position=position, **values))
+    return pieces
 
 
 def message_from_file(item: Any, names: Mapping[str, str] | None = None) -> Message:
@@ -212,6 +246,7 @@ def _message(item: Any, names: Mapping[str, str]) -> Message:
             error=error,
             model=first_field(item, ("model",), str, "a string"),
             usage=_usage(item),
+            reasoning=_reasoning(item),
             **common,
         )
     if role == "tool":
@@ -260,7 +295,12 @@ def message_to_file(message: Message) -> dict[str, Any]:
         if message.model is not None:
             out["model"] = message.model
         if message.usage is not None:
-            out["usage"] = {"input_tokens": message.usage.input_tokens, "output_tokens": message.usage.output_tokens}
+            usage = message.usage
+            out["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+            if usage.reasoning_tokens:
+                out["usage"]["reasoning_tokens"] = usage.reasoning_tokens
+        if message.reasoning:
+            out["reasoning"] = [msgspec.to_builtins(piece) for piece in message.reasoning]
     elif isinstance(message, ToolMessage):
         out["content"] = message.content
         out["tool_call_id"] = message.tool_call_id

@@ -6,6 +6,9 @@ Versions of the threadline format (``{"version": ..., "messages": [...]}``):
 
 - ``"2.0"``: the four message kinds tagged by ``role``; tool calls on assistant messages; tool results as
   ``role: "tool"``; failures as assistant messages with ``error``; ``meta`` omitted when default.
+- ``"2.1"`` (written now): adds ``reasoning`` to assistant messages (`threadline.Reasoning`: text, signature,
+  redacted, provider, id, position) and ``reasoning_tokens`` to usage, both omitted when empty, so a log without
+  reasoning is the 2.0 form with another version. 2.0 documents read unchanged.
 
 Every reader either returns a whole log or raises `MessageListDeserializationError` naming the position and field.
 What a reader returns can always be written back: text follows the log's rule (lone surrogates become U+FFFD, see
@@ -30,6 +33,7 @@ from .openai_chat import read_openai_chat
 
 __all__ = [
     "FORMAT_VERSION",
+    "READABLE_VERSIONS",
     "decode_message",
     "decode_messages",
     "dump_dict",
@@ -40,7 +44,9 @@ __all__ = [
     "typed_decoder",
 ]
 
-FORMAT_VERSION = "2.0"
+FORMAT_VERSION = "2.1"
+READABLE_VERSIONS = frozenset({"2.0", "2.1"})
+"""The native versions this threadline reads (2.0 is 2.1 without reasoning)."""
 _T = TypeVar("_T")
 
 
@@ -78,7 +84,7 @@ def typed_decoder(type_: type[_T]) -> msgspec.json.Decoder[_T]:
 
 
 def encode_message(message: Message) -> bytes:
-    """One message as JSON bytes (the same form it has inside a version-2.0 document); what stores keep per row."""
+    """One message as JSON bytes (the same form it has inside a version-2.1 document); what stores keep per row."""
     try:
         return _encoder.encode(message)
     except UnicodeEncodeError:
@@ -125,7 +131,7 @@ def decode_messages(rows: list[bytes]) -> list[Message]:
 
 
 def dump_json(messages: list[Message]) -> bytes:
-    """Encode messages as version-2.0 JSON bytes."""
+    """Encode messages as version-2.1 JSON bytes."""
     try:
         return _encoder.encode(_Document(version=FORMAT_VERSION, messages=messages))
     except UnicodeEncodeError:
@@ -135,7 +141,7 @@ def dump_json(messages: list[Message]) -> bytes:
 
 
 def dump_dict(messages: list[Message]) -> dict[str, Any]:
-    """The version-2.0 form as JSON-ready builtins."""
+    """The version-2.1 form as JSON-ready builtins."""
     result: dict[str, Any] = msgspec.to_builtins(
         _Document(version=FORMAT_VERSION, messages=messages), enc_hook=_enc_hook
     )
@@ -147,12 +153,12 @@ def load_json(text: str | bytes) -> list[Message]:
     if not isinstance(text, (str, bytes, bytearray, memoryview)):
         raise MessageListDeserializationError(f"expected JSON text, got {type(text).__name__}")
     try:
-        # Fast path: a well-formed version-2.0 document decodes straight into messages.
+        # Fast path: a well-formed version-2.x document decodes straight into messages.
         document = _decoder.decode(text)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeError):
         pass
     else:
-        if document.version == FORMAT_VERSION:
+        if document.version in READABLE_VERSIONS:
             return _unique_ids(document.messages)
     try:
         data = decode_json(text)
@@ -212,14 +218,15 @@ def _load_data(data: Any) -> list[Message]:
     version = data.get("version")
     if "messages" not in data:
         raise MessageListDeserializationError("missing field 'messages'", field="messages")
-    if version == FORMAT_VERSION:
+    if isinstance(version, str) and version in READABLE_VERSIONS:
         return _read_v2(data)
     if version == "1.0":
         return read_fluent_v1(data["messages"])
     if version is None:
         raise MessageListDeserializationError("missing field 'version'", field="version")
     raise MessageListDeserializationError(
-        f"unsupported version {version!r} (this threadline reads '2.0', and '1.0' of fluent_llm)", field="version"
+        f"unsupported version {version!r} (this threadline reads '2.1', '2.0', and '1.0' of fluent_llm)",
+        field="version",
     )
 
 

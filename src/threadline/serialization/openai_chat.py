@@ -12,7 +12,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import MessageListDeserializationError
-from ..messages import AssistantMessage, Attachment, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
+from ..messages import (
+    AssistantMessage,
+    Attachment,
+    Message,
+    Reasoning,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
 from .fields import READ_ERRORS, kind_name, positioned, required_field
 
 __all__ = ["image_attachment", "read_openai_chat", "wire_tool_call"]
@@ -47,7 +56,12 @@ def read_openai_chat(items: list[Any]) -> list[Message]:
                 tool_calls = [_tool_call(call, position, index) for index, call in enumerate(calls)]
                 for call in tool_calls:
                     names[call.id] = call.name
-                out.append(AssistantMessage(content=text, tool_calls=tool_calls))
+                # DeepSeek, vLLM, llama.cpp and Ollama put the model's thinking here (the name differs by server).
+                thinking = required_field(item, "reasoning_content", str, position, optional=True)
+                if thinking is None:
+                    thinking = required_field(item, "reasoning", str, position, optional=True)
+                reasoning = [Reasoning(text=thinking, provider="openai")] if thinking else []
+                out.append(AssistantMessage(content=text, tool_calls=tool_calls, reasoning=reasoning))
             elif role == "tool":
                 call_id = required_field(item, "tool_call_id", str, position)
                 text, _ = _content(item, position)
