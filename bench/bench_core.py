@@ -19,7 +19,9 @@
 2. **Serialize + parse 10,000 messages** (target <= 0.6x): `MessageList.to_json` + `MessageList.from_json` against
    stdlib ``json.dumps`` + ``json.loads`` of the same data as plain dicts (``log.to_dict()``), same run. The log is a
    realistic mix: user questions, assistant answers, assistant tool calls with their results, failures with partial
-   output.
+   output. A second row does the same for that log with reasoning on half the assistant turns (DESIGN §12): plain
+   thinking from a compatible server, Anthropic's signed thinking, the Responses API's encrypted item with its
+   summary, in turn.
 
 3. **Memory held by 1,000 conversations x 50 messages** (target <= 350 B/message): `tracemalloc` of building the
    conversations (`Conversation` objects holding their `MessageList` read from a saved log, content strings
@@ -27,7 +29,8 @@
    measured the same way. Two data sets: a plain chat of one-sentence questions and answers (the kind of data
    behind the DESIGN's plain-dict floor of 479 B/message; here the plain dicts come out near it), checked against
    350 B; and the tool-using mix of (2), whose longer messages and tool calls weigh more in any representation,
-   checked against the same ratio to plain dicts (350 / 479 = 0.73).
+   checked against the same ratio to plain dicts (350 / 479 = 0.73); and the reasoning log of (2), against the same
+   ratio.
 
 4. **`import threadline`** (target <= 120 ms): wall time of ``python -c "import threadline"`` minus
    ``python -c "pass"``, interleaved runs, median; the child's CPU time is shown too (steadier when other processes
@@ -53,6 +56,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import msgspec
+
 from _common import median, p95, print_table, record, timeit
 from threadline import (
     AssistantMessage,
@@ -62,6 +67,7 @@ from threadline import (
     LLMError,
     MessageList,
     ModelRequest,
+    Reasoning,
     Tool,
     ToolCall,
     ToolMessage,
@@ -242,8 +248,44 @@ def realistic_log(n: int, length: float = 1.0) -> MessageList:
     return MessageList(out[:n])
 
 
-def bench_serialization() -> dict[str, Any]:
-    log = realistic_log(10_000)
+def reasoning_log(n: int) -> MessageList:
+    """`realistic_log` with reasoning on every other assistant turn, the three families in turn: plain thinking (a
+    compatible server's ``reasoning_content``), Anthropic's signed thinking, and a Responses API item (a summary and
+    its ``encrypted_content``). Sizes are of the order the providers send: tens of words of thinking, a signature of a
+    few hundred characters, an encrypted item of about 1.5 KB."""
+    import base64
+    import random
+
+    rng = random.Random(7)
+    words = "so the user wants the weather first then I call the tool and compare both cities".split()
+
+    def thought() -> str:
+        return " ".join(rng.choice(words) for _ in range(rng.randint(20, 120)))
+
+    def opaque(size: int) -> str:
+        return base64.b64encode(rng.randbytes(size)).decode("ascii")
+
+    out: list[Message] = []
+    turn = 0
+    for message in realistic_log(n):
+        if isinstance(message, AssistantMessage):
+            turn += 1
+            if turn % 2 == 0:
+                family = (turn // 2) % 3
+                if family == 0:
+                    piece = Reasoning(text=thought(), provider="openai")
+                elif family == 1:
+                    piece = Reasoning(text=thought(), signature=opaque(260), provider="anthropic")
+                else:
+                    piece = Reasoning(
+                        text=thought(), redacted=opaque(1_100), provider="openai-responses", id=f"rs_{turn:06d}"
+                    )
+                message = msgspec.structs.replace(message, reasoning=[piece])
+        out.append(message)
+    return MessageList(out)
+
+
+def bench_serialization(log: MessageList) -> dict[str, Any]:
     plain = log.to_dict()
     repeat = 5 if QUICK else 15
 
@@ -323,6 +365,7 @@ def bench_memory() -> dict[str, Any]:
     return {
         "chat": memory_case(chat_log(50), conversations),
         "tool_mix": memory_case(realistic_log(50), conversations),
+        "reasoning": memory_case(reasoning_log(50), conversations),
     }
 
 
@@ -374,12 +417,18 @@ def bench_import() -> dict[str, Any]:
 
 def main() -> None:
     engine = bench_engine()
-    serde = bench_serialization()
+    serde = bench_serialization(realistic_log(10_000))
+    thinking_log = reasoning_log(10_000)
+    serde_reasoning = bench_serialization(thinking_log)
+    serde_reasoning["assistant_turns_with_reasoning"] = sum(
+        1 for m in thinking_log if isinstance(m, AssistantMessage) and m.reasoning
+    )
     memory = bench_memory()
     imports = bench_import()
 
     a, s = engine["async_tool"], engine["sync_tool"]
-    chat, mix = memory["chat"], memory["tool_mix"]
+    chat, mix, thinking = memory["chat"], memory["tool_mix"], memory["reasoning"]
+    sr = serde_reasoning
     # The DESIGN's target (350 B) is stated against its plain-dict floor (479 B): the same ratio applies to any data.
     target_ratio = TARGET_BYTES / DESIGN_PLAIN_BYTES
     cached, uncached = imports["bytecode_cached"], imports["no_bytecode_cache"]
@@ -409,6 +458,15 @@ def main() -> None:
             serde["ratio"] <= TARGET_SERDE_RATIO,
         ),
         (
+            "serialize + parse 10,000 messages, reasoning on half the answers: ms",
+            sr["threadline_ms"],
+            f"stdlib json {sr['stdlib_ms']:.1f} ms -> {sr['ratio']:.2f}x (encode {sr['threadline_encode_ms']:.1f}, "
+            f"decode {sr['threadline_decode_ms']:.1f}); {sr['assistant_turns_with_reasoning']:,} answers think, "
+            f"{sr['json_bytes'] / 1e6:.1f} MB",
+            f"<= {TARGET_SERDE_RATIO}x",
+            sr["ratio"] <= TARGET_SERDE_RATIO,
+        ),
+        (
             f"memory, chat, {chat['conversations']:,} conv x 50: B/message",
             chat["threadline_bytes_per_message"],
             f"plain dicts {chat['plain_dicts_bytes_per_message']:.0f} B/message ({chat['ratio']:.2f}x)",
@@ -421,6 +479,13 @@ def main() -> None:
             f"plain dicts {mix['plain_dicts_bytes_per_message']:.0f} B/message ({mix['ratio']:.2f}x)",
             f"<= {target_ratio:.2f}x plain",
             mix["ratio"] <= target_ratio,
+        ),
+        (
+            f"memory, reasoning log, {thinking['conversations']:,} conv x 50: B/message",
+            thinking["threadline_bytes_per_message"],
+            f"plain dicts {thinking['plain_dicts_bytes_per_message']:.0f} B/message ({thinking['ratio']:.2f}x)",
+            f"<= {target_ratio:.2f}x plain",
+            thinking["ratio"] <= target_ratio,
         ),
         (
             "import threadline: ms net of bare interpreter",
@@ -438,15 +503,18 @@ def main() -> None:
             "quick": QUICK,
             "turn_engine": engine,
             "serialization": serde,
+            "serialization_reasoning": serde_reasoning,
             "memory": memory,
             "import": imports,
             "targets_met": {
                 "round_async": rows[0][4],
                 "round_sync": rows[1][4],
                 "serialization": rows[2][4],
-                "memory_chat": rows[3][4],
-                "memory_tool_mix": rows[4][4],
-                "import": rows[5][4],
+                "serialization_reasoning": rows[3][4],
+                "memory_chat": rows[4][4],
+                "memory_tool_mix": rows[5][4],
+                "memory_reasoning": rows[6][4],
+                "import": rows[7][4],
             },
         },
     )

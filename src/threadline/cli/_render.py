@@ -1,9 +1,10 @@
 """Showing a log in the terminal with rich: tool calls grouped with their results, failures with their partial
-output. Used by ``prompt``, ``demo`` and ``logs show``."""
+output, and (when asked for) the model's thinking, dimmed. Used by ``prompt``, ``demo`` and ``logs show``."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,9 +12,18 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
-from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
+from ..messages import (
+    AssistantMessage,
+    Message,
+    Reasoning,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    answer_parts,
+)
 
-__all__ = ["format_arguments", "render_log", "render_message", "tool_group"]
+__all__ = ["format_arguments", "render_log", "render_message", "thinking_style", "thinking_text", "tool_group"]
 
 PREVIEW_CHARS = 600
 
@@ -45,8 +55,29 @@ def tool_group(call: ToolCall, result: ToolMessage | None) -> Panel:
     return Panel(body, title="tool", title_align="left", border_style="red" if result and result.is_error else "cyan")
 
 
-def render_message(message: Message, results: dict[str, ToolMessage] | None = None) -> Any:
-    """A rich renderable for one message; an assistant message with calls shows each call with its result."""
+def thinking_style() -> str:
+    """The style of the model's thinking: dim, or none when ``NO_COLOR`` is set (rich keeps dim under it, as it is
+    not a colour, but a reader who asked for no colour asked for plain text)."""
+    return "" if os.environ.get("NO_COLOR") else "dim"
+
+
+def thinking_text(piece: Reasoning) -> Text:
+    """One piece of reasoning as shown under ``--show-reasoning``: its text, or what it is when it shows none."""
+    if piece.text:
+        body = piece.text
+    elif piece.redacted is not None:
+        body = f"(encrypted or redacted reasoning, {len(piece.redacted):,} characters, not readable)"
+    else:
+        body = "(no text)"
+    source = f" · {piece.provider}" if piece.provider else ""
+    return Text(f"thinking{source}: {body}", style=thinking_style())
+
+
+def render_message(
+    message: Message, results: dict[str, ToolMessage] | None = None, *, show_reasoning: bool = False
+) -> Any:
+    """A rich renderable for one message; an assistant message with calls shows each call with its result, and
+    with ``show_reasoning`` its thinking, dimmed, where the model produced it (before its answer, as a rule)."""
     if isinstance(message, UserMessage):
         text = Text(message.content)
         for attachment in message.attachments:
@@ -67,15 +98,27 @@ def render_message(message: Message, results: dict[str, ToolMessage] | None = No
             title_align="left",
             border_style=style,
         )
-    parts: list[Any] = []
+    answer: list[Any] = []
     if message.content:
-        parts.append(Text(message.content))
+        answer.append(Text(message.content))
     if message.error is not None:
-        parts.append(Text(f"failed: {message.error.type}: {message.error.message}", style="bold red"))
+        answer.append(Text(f"failed: {message.error.type}: {message.error.message}", style="bold red"))
         if not message.content:
-            parts.append(Text("(no partial output)", style="dim"))
-    for call in message.tool_calls:
-        parts.append(tool_group(call, (results or {}).get(call.id)))
+            answer.append(Text("(no partial output)", style="dim"))
+    parts: list[Any] = []
+    if show_reasoning and message.reasoning:
+        # In the order the model produced them: its thinking, its text (and failure), its tool calls.
+        for part in answer_parts(message):
+            if isinstance(part, Reasoning):
+                parts.append(thinking_text(part))
+            elif isinstance(part, ToolCall):
+                parts.append(tool_group(part, (results or {}).get(part.id)))
+            else:
+                parts.extend(answer)
+    else:
+        parts.extend(answer)
+        for call in message.tool_calls:
+            parts.append(tool_group(call, (results or {}).get(call.id)))
     title = "assistant" + (f" · {message.model}" if message.model else "")
     border = "red" if message.error is not None else "magenta"
     return Panel(
@@ -83,8 +126,9 @@ def render_message(message: Message, results: dict[str, ToolMessage] | None = No
     )
 
 
-def render_log(console: Console, messages: Iterable[Message]) -> None:
-    """Print a whole log; each tool result is shown inside the box of the call it answers."""
+def render_log(console: Console, messages: Iterable[Message], *, show_reasoning: bool = False) -> None:
+    """Print a whole log; each tool result is shown inside the box of the call it answers, and with
+    ``show_reasoning`` each assistant message's thinking, dimmed."""
     items = list(messages)
     shown_inside: set[int] = set()
     for index, message in enumerate(items):
@@ -101,4 +145,4 @@ def render_log(console: Console, messages: Iterable[Message]) -> None:
                         shown_inside.add(later)
                 elif isinstance(candidate, (AssistantMessage, UserMessage)):
                     break
-        console.print(render_message(message, results))
+        console.print(render_message(message, results, show_reasoning=show_reasoning))

@@ -123,6 +123,9 @@ DEFAULT_PAGE = 100
     default=None,
     help="Build the request for this mode instead of the conversation's active one (implies --context).",
 )
+@click.option(
+    "--show-reasoning", is_flag=True, help="Also print each assistant message's thinking (reasoning models), dimmed."
+)
 @store_option
 @friendly_errors
 def show(
@@ -134,10 +137,11 @@ def show(
     as_json: bool,
     with_context: bool,
     mode: str | None,
+    show_reasoning: bool,
     store_url: str | None,
 ) -> None:
     """Show one conversation: tool calls grouped with their results, failures with their partial output, and the
-    pages it made (Pages.generate_ui).
+    pages it made (Pages.generate_ui). --show-reasoning adds the model's thinking (--json always has it).
 
     A long log is shown a page at a time: the newest 100 messages unless --last, --offset/--limit or --all say
     otherwise; the output says how many were left out and how to see them.
@@ -177,7 +181,7 @@ def show(
     console.print(header)
     if start > 0:
         console.print(Text(_more_text(conversation_id, start, end, total, before=True), style="yellow"))
-    render_log(console, page)
+    render_log(console, page, show_reasoning=show_reasoning)
     if end < total:
         console.print(Text(_more_text(conversation_id, start, end, total, before=False), style="yellow"))
     if pages:

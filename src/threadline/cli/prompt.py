@@ -88,6 +88,13 @@ _temperature_option = click.option(
 )
 
 
+_show_reasoning_option = click.option(
+    "--show-reasoning",
+    is_flag=True,
+    help="Show the model's thinking as it streams, dimmed, on stderr before the answer (reasoning models).",
+)
+
+
 _continue_option = click.option(
     "-c", "--continue", "continue_latest", is_flag=True, help="Continue the most recently updated conversation."
 )
@@ -182,6 +189,7 @@ def configure(
 @_mode_option
 @_max_tokens_option
 @_temperature_option
+@_show_reasoning_option
 @_no_log_option
 @_wait_option
 @store_option
@@ -197,6 +205,7 @@ def prompt(
     mode: str | None,
     max_tokens: int | None,
     temperature: float | None,
+    show_reasoning: bool,
     no_log: bool,
     wait: float,
     store_url: str | None,
@@ -223,7 +232,8 @@ def prompt(
         wait_for_turn(conversation, events, wait)
         builder.request(text).prompt_conversation(**_settings(max_tokens, temperature))
         try:
-            run_printed_turn(conversation, TurnPrinter(stdout_writer(), events))
+            thinking = events if show_reasoning else None
+            run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, thinking=thinking))
         except TurnInterrupted:
             raise interrupted(conversation, "threadline prompt --cid {id} …") from None
         except BaseException:
@@ -249,6 +259,7 @@ def _where(conversation: Conversation, events: Console) -> None:
 @_mode_option
 @_max_tokens_option
 @_temperature_option
+@_show_reasoning_option
 @_no_log_option
 @_wait_option
 @store_option
@@ -262,6 +273,7 @@ def chat(
     mode: str | None,
     max_tokens: int | None,
     temperature: float | None,
+    show_reasoning: bool,
     no_log: bool,
     wait: float,
     store_url: str | None,
@@ -290,7 +302,8 @@ def chat(
             wait_for_turn(conversation, events, wait)
             builder.request(line).prompt_conversation(**_settings(max_tokens, temperature))
             label = "assistant › " if interactive else ""
-            run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, label=label))
+            printer = TurnPrinter(stdout_writer(), events, label=label, thinking=events if show_reasoning else None)
+            run_printed_turn(conversation, printer)
             builder = conversation.continuation
         if store is not None and len(conversation.messages):
             events.print(

@@ -1,6 +1,6 @@
-"""Showing a turn as it happens: `TurnPrinter` (answer text streamed, each tool call with its result in one box,
-failures as a red line), `run_printed_turn`, and what a command says after Ctrl-C (`TurnInterrupted`,
-`interrupted`, exit code 130)."""
+"""Showing a turn as it happens: `TurnPrinter` (answer text streamed, the model's thinking dimmed before it when
+asked for, each tool call with its result in one box, failures as a red line), `run_printed_turn`, and what a command
+says after Ctrl-C (`TurnInterrupted`, `interrupted`, exit code 130)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ class TurnPrinter:
         write: Where answer text goes, piece by piece (it should flush).
         events: The console for tool boxes and failures.
         label: Printed before each streamed answer (e.g. ``"assistant › "``).
+        thinking: Where the model's thinking is shown as it streams, dimmed (``--show-reasoning``); None: not
+            shown. Off a terminal, or with ``NO_COLOR`` set, it is plain text.
     """
 
     def __init__(
@@ -46,17 +48,34 @@ class TurnPrinter:
         events: Console,
         *,
         label: str = "",
+        thinking: Console | None = None,
     ) -> None:
         self.write = write
         self.events = events
         self.label = label
+        self.thinking = thinking
+        self._in_thinking = False
         self._in_text = False
         self._streamed = False
         self._pending: list[ToolCall] = []
         self._results: dict[str, ToolMessage] = {}
 
+    def on_reasoning(self, piece: str) -> None:
+        """A piece of the model's thinking being streamed (shown only when a ``thinking`` console was given)."""
+        console = self.thinking
+        if console is None:
+            return
+        if not self._in_thinking:
+            self._end_text()  # thinking in a later round of the turn starts on its own line
+            self._in_thinking = True
+        from ._render import thinking_style
+
+        # soft_wrap: the pieces are parts of one text, which the terminal wraps; rich must not break lines itself.
+        console.print(piece, style=thinking_style(), end="", markup=False, highlight=False, emoji=False, soft_wrap=True)
+
     def on_text(self, piece: str) -> None:
         """A piece of the answer being streamed."""
+        self._end_thinking()
         if not self._in_text:
             self._in_text = True
             if self.label:
@@ -67,6 +86,7 @@ class TurnPrinter:
     def on_message(self, message: Message) -> None:
         """A message the turn recorded."""
         if isinstance(message, AssistantMessage):
+            self._end_thinking()
             if not self._streamed and message.content and message.error is None:
                 self.on_text(message.content)  # the model did not stream it
             self._end_text()
@@ -83,8 +103,14 @@ class TurnPrinter:
 
     def finish(self) -> None:
         """The turn is over (or failed): close the answer line and show calls still waiting for a result."""
+        self._end_thinking()
         self._end_text()
         self._flush_tools()
+
+    def _end_thinking(self) -> None:
+        if self._in_thinking and self.thinking is not None:
+            self.thinking.print(soft_wrap=True)
+            self._in_thinking = False
 
     def _end_text(self) -> None:
         if self._in_text:
@@ -124,7 +150,8 @@ def run_printed_turn(conversation: Conversation, printer: TurnPrinter) -> TurnRe
         TurnInterrupted: after Ctrl-C, once the turn has recorded where it stopped.
     """
     try:
-        return conversation.run_sync(printer.on_message, on_text=printer.on_text)
+        on_reasoning = printer.on_reasoning if printer.thinking is not None else None
+        return conversation.run_sync(printer.on_message, on_text=printer.on_text, on_reasoning=on_reasoning)
     except KeyboardInterrupt:
         raise TurnInterrupted(conversation) from None
     finally:

@@ -3,8 +3,21 @@
 - `build_request`: a `ModelRequest` -> the JSON body of ``POST /chat/completions`` and a `WireContext` that the
   response is read with (wire tool names and tool-call ids mapped back).
 - `parse_completion`: a non-streamed response body -> `ModelResponse`.
-- `ChatStream`: ``chat.completion.chunk`` events -> text deltas, tool calls assembled from their fragments, usage
-  and finish reason.
+- `ChatStream`: ``chat.completion.chunk`` events -> text deltas, reasoning deltas, tool calls assembled from their
+  fragments, usage and finish reason.
+
+Reasoning: OpenAI's own Chat Completions API shows none (only ``completion_tokens_details.reasoning_tokens``, read
+into `Usage.reasoning_tokens`), but compatible servers put a reasoning model's thinking beside ``content``, in
+answers and in stream deltas: ``reasoning_content`` (DeepSeek's API, llama.cpp's ``llama-server --reasoning-format
+deepseek``, older vLLM) or ``reasoning`` (vLLM since its rename, vllm-project/vllm#27752, which kept the old name
+beside it for a while; Ollama; OpenRouter). Either is kept as `Reasoning(provider="openai")`; when a server sends
+both, ``reasoning_content`` is read and the copy ignored. It is sent back, as ``reasoning_content`` on the
+assistant message, only where the profile says so (``reasoning_content="send"``): DeepSeek's deepseek-reasoner
+guide answers HTTP 400 "The reasoning_content is an intermediate result for display purposes only…" when it is
+sent, while its newer thinking-mode guide requires it on turns that called tools ("The `reasoning_content` in the
+thinking mode must be passed back to the API"). Reasoning of another family (Anthropic's signed thinking, the
+Responses API's encrypted items) is never sent here, and neither is the thinking of a failed call, which was cut
+off.
 
 Structured output uses ``response_format: {"type": "json_schema"}`` when the profile says the model has it, and a
 forced final-result tool otherwise; either way the answer comes back as JSON text content.
@@ -21,7 +34,16 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ..errors import CapabilityError, ModelError
-from ..messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage, content_for_model
+from ..messages import (
+    AssistantMessage,
+    Reasoning,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    content_for_model,
+)
 from ._convert_common import (
     FINAL_TOOL_DESCRIPTION,
     IdMap,
@@ -33,10 +55,10 @@ from ._convert_common import (
     parse_arguments,
     plain,
 )
-from .base import ModelRequest, ModelResponse
+from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
 
-__all__ = ["ChatStream", "ToolPlan", "build_request", "parse_completion", "plan_tools"]
+__all__ = ["ChatStream", "ToolPlan", "build_request", "parse_completion", "plan_tools", "replayed_reasoning"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -124,6 +146,7 @@ def build_request(
     # llama.cpp's servers refuse null and a missing key on a message that only calls tools; "" is accepted by
     # every server tested (and OpenAI's API treats it as no text). The log keeps its None.
     empty_content = profile.tool_call_content
+    send_reasoning = profile.reasoning_content == "send"
     messages: list[dict[str, Any]] = []
     append = messages.append
     for message in request.messages:
@@ -132,12 +155,13 @@ def build_request(
         elif isinstance(message, AssistantMessage):
             content = content_for_model(message)
             calls = message.tool_calls
+            entry: dict[str, Any]
             if not calls:
-                if content:
-                    append({"role": "assistant", "content": content})
-                continue  # an empty answer carries nothing a model could use
-            append(
-                {
+                if not content:
+                    continue  # an empty answer carries nothing a model could use
+                entry = {"role": "assistant", "content": content}
+            else:
+                entry = {
                     "role": "assistant",
                     "content": content or empty_content,
                     "tool_calls": [
@@ -149,7 +173,11 @@ def build_request(
                         for call in calls
                     ],
                 }
-            )
+            if send_reasoning and message.reasoning:
+                thinking = replayed_reasoning(message)
+                if thinking:
+                    entry["reasoning_content"] = thinking
+            append(entry)
         elif isinstance(message, ToolMessage):
             append(
                 {
@@ -210,12 +238,25 @@ def build_request(
         body[profile.max_tokens_field] = settings.max_tokens
     if settings.temperature is not None and profile.temperature:
         body["temperature"] = settings.temperature
+    if settings.reasoning is not None:
+        # Only models whose profile has reasoning get here (`check_capabilities` refuses the others first).
+        body["reasoning_effort"] = settings.reasoning.level()
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     if settings.extras:
         body.update(settings.extras_for("openai"))
     return body, context
+
+
+def replayed_reasoning(message: AssistantMessage) -> str | None:
+    """The ``reasoning_content`` to send back with an assistant message: the text of its pieces that came from this
+    wire family (``provider="openai"``), in order; None for a failed call (its thinking was cut off) or when there
+    is none. Signed or encrypted pieces of other families are never sent, and neither is their plain text."""
+    if message.error is not None:
+        return None
+    text = "".join(piece.text for piece in message.reasoning if piece.provider == "openai" and piece.redacted is None)
+    return text or None
 
 
 def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
@@ -250,6 +291,10 @@ class _Message(msgspec.Struct):
     content: str | None = None
     tool_calls: list[_ToolCall] | None = None
     refusal: str | None = None
+    # Thinking, on compatible servers (see the module docstring). Typed loosely: a field no API promises must not
+    # make a whole answer unreadable if some server sends it in another shape; only a string is kept.
+    reasoning_content: Any = None
+    reasoning: Any = None
 
 
 class _Choice(msgspec.Struct):
@@ -258,9 +303,14 @@ class _Choice(msgspec.Struct):
     finish_reason: str | None = None
 
 
+class _CompletionDetails(msgspec.Struct):
+    reasoning_tokens: int | None = None
+
+
 class _Usage(msgspec.Struct):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    completion_tokens_details: _CompletionDetails | None = None
 
 
 class _Error(msgspec.Struct):
@@ -284,7 +334,20 @@ _RETRYABLE_ERRORS = frozenset({"server_error", "rate_limit_exceeded", "overloade
 def _usage(usage: _Usage | None) -> Usage | None:
     if usage is None:
         return None
-    return Usage(input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0)
+    details = usage.completion_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        reasoning_tokens=(details.reasoning_tokens or 0) if details is not None else 0,
+    )
+
+
+def _thinking(message: _Message) -> str | None:
+    """The thinking a message or delta carries: ``reasoning_content``, else ``reasoning`` (strings only)."""
+    text = message.reasoning_content
+    if not (isinstance(text, str) and text):
+        text = message.reasoning
+    return text if isinstance(text, str) and text else None
 
 
 def _error(error: _Error) -> ModelError:
@@ -348,22 +411,38 @@ def parse_completion(data: bytes | str, context: WireContext) -> ModelResponse:
     calls, final_text = _calls(raw, context)
     if final_text is not None:
         content, calls, stop = final_text, [], "stop"
-    return ModelResponse(content=content, tool_calls=calls, usage=_usage(body.usage), stop_reason=stop)
+    thinking = _thinking(message)
+    reasoning = [Reasoning(text=thinking, provider="openai")] if thinking else []
+    return ModelResponse(
+        content=content, tool_calls=calls, usage=_usage(body.usage), stop_reason=stop, reasoning=reasoning
+    )
 
 
 class ChatStream(StreamReader):
     """Reads one streamed completion, event by event.
 
-    Feed each SSE ``data`` field to `feed`, which returns the text to show (or None); `finish` then gives the
-    complete `ModelResponse`. Tool-call fragments are put together by their ``index``; the final-result tool's
-    argument fragments are shown as text, since they are the answer.
+    Feed each SSE ``data`` field to `feed`, which returns the text to show, a `ReasoningDelta` for a piece of
+    thinking, or None; `finish` then gives the complete `ModelResponse`. Tool-call fragments are put together by
+    their ``index``; the final-result tool's argument fragments are shown as text, since they are the answer.
+
+    Thinking accumulates into one `Reasoning` part while it comes before the answer, as it does on every server
+    known; thinking that resumes after text or a tool call starts a new part that records its ``position``. A
+    chunk that carries both thinking and text (a server's chunk at the end of the thinking) returns the thinking,
+    and its text is shown with the next text (or, when none follows, as the whole answer at the end).
     """
 
-    __slots__ = ()
+    __slots__ = ("_held", "_mark", "_thinking")
     _usage: _Usage | None  # the slot StreamReader keeps, holding this API's usage struct
 
-    def feed(self, event: str, data: str) -> str | None:
-        """Take one event; return the text it adds, if any.
+    def __init__(self, context: WireContext) -> None:
+        super().__init__(context)
+        # Reasoning parts: (position, pieces); position None: it came before the whole answer.
+        self._thinking: list[tuple[int | None, list[str]]] = []
+        self._mark = 0  # how many parts the answer had when the open reasoning part last grew
+        self._held = ""  # text of a chunk that also carried thinking, not shown yet
+
+    def feed(self, event: str, data: str) -> str | ReasoningDelta | None:
+        """Take one event; return the text it adds, the thinking it adds, or None.
 
         Raises:
             ModelError: for an error event or an unreadable chunk.
@@ -384,6 +463,8 @@ class ChatStream(StreamReader):
         delta = choice.delta
         if delta is None:
             return None
+        thought = _thinking(delta)
+        thinking = self._think(thought) if thought is not None else None
         text = delta.content or delta.refusal
         if text:
             self._parts.append(text)
@@ -401,7 +482,25 @@ class ChatStream(StreamReader):
                         slot[2].append(function.arguments)
                         if final is not None and slot[1] == final:
                             text = (text or "") + function.arguments
+        if thinking is not None:
+            if text:
+                self._held += text
+            return thinking
+        if text and self._held:
+            text, self._held = self._held + text, ""
         return text or None
+
+    def _think(self, text: str) -> ReasoningDelta:
+        """Add a piece of thinking to the open part, or start a part when the answer went on since the last piece."""
+        thinking = self._thinking
+        answered = (1 if self._parts else 0) + len(self._calls)  # the answer's parts so far: its text, its calls
+        if thinking and answered == self._mark:
+            thinking[-1][1].append(text)
+        else:
+            # Its place among the answer's parts: after every earlier reasoning part and what was answered so far.
+            thinking.append((len(thinking) + answered if answered else None, [text]))
+            self._mark = answered
+        return ReasoningDelta(text, part=len(thinking) - 1, provider="openai")
 
     def _slot(self, fragment: _ToolCall) -> list[Any]:
         """The call a fragment belongs to: by its ``index``; without one, by its id, else the call in progress."""
@@ -444,4 +543,9 @@ class ChatStream(StreamReader):
         stop = self._stop
         if final_text is not None:
             content, calls, stop = final_text, [], "stop"
-        return ModelResponse(content=content, tool_calls=calls, usage=_usage(self._usage), stop_reason=stop)
+        reasoning = [
+            Reasoning(text="".join(pieces), provider="openai", position=position) for position, pieces in self._thinking
+        ]
+        return ModelResponse(
+            content=content, tool_calls=calls, usage=_usage(self._usage), stop_reason=stop, reasoning=reasoning
+        )

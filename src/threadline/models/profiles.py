@@ -65,6 +65,11 @@ class ModelProfile:
         tool_call_content: The ``content`` sent on an assistant message that only calls tools. ``""`` is what
             every server tested accepts (llama.cpp's servers refuse ``null`` and a missing key); None sends
             ``null``. The log itself is never changed.
+        reasoning_content: Whether the thinking a compatible server returned (``reasoning_content`` or
+            ``reasoning``) is sent back on its assistant messages, as ``reasoning_content``: ``"drop"`` (the
+            default: most servers ignore it, and DeepSeek's deepseek-reasoner guide answers HTTP 400 to it) or
+            ``"send"`` (DeepSeek's thinking mode requires it on turns that called tools). Only thinking from this
+            wire family is ever sent; the log keeps all of it either way.
     """
 
     family: str
@@ -77,6 +82,7 @@ class ModelProfile:
     tool_choice_default: str | None = None
     tool_streaming: ToolStreaming = "all"
     tool_call_content: str | None = ""
+    reasoning_content: Literal["send", "drop"] = "drop"
 
     def with_capabilities(self, capabilities: ModelCapabilities | None) -> ModelProfile:
         """This profile with other capabilities (a caller's override), or itself when None."""
@@ -158,6 +164,15 @@ _OPENAI: tuple[ModelProfile, ...] = (
     _reasoning("o3-mini", images=False, context=200_000),
     _reasoning("o4-mini", images=True, context=200_000),
     _reasoning("gpt-5", images=True, context=400_000),
+    # Open reasoning families served by compatible servers, where the server takes ``reasoning_effort``. gpt-oss
+    # (vLLM, Ollama, llama-server) takes low/medium/high. DeepSeek's API takes it in thinking mode (low, high, max;
+    # medium is read as high) and requires the thinking of tool-calling turns back (its thinking-mode guide; the
+    # names deepseek-reasoner and deepseek-v4 think by default). DeepSeek-R1 and QwQ served by vLLM, Ollama or
+    # llama.cpp always think and take no effort, so they keep the fallback profile: their thinking is still read
+    # and logged, but ``.reasoning()`` raises CapabilityError for them rather than being silently ignored.
+    ModelProfile("gpt-oss", _caps(context=131_072, reasoning=True)),
+    ModelProfile("deepseek-reasoner", _caps(reasoning=True), reasoning_content="send"),
+    ModelProfile("deepseek-v4", _caps(reasoning=True), reasoning_content="send"),
 )
 
 _OPENAI_FALLBACK = ModelProfile("", _caps(), None)
@@ -228,6 +243,7 @@ _OPTIONS: dict[str, dict[str, Any]] = {
     "tool_streaming": {"all": "all", "named": "named", "none": "none"},
     "tool_call_content": {"empty": "", "null": None},
     "tool_choice_required": {"true": True, "false": False},
+    "reasoning_content": {"send": "send", "drop": "drop"},
 }
 
 
@@ -238,7 +254,8 @@ def server_options(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     ``"llama-cpp-python"``, ``"tool_choice_default=auto,tool_streaming=named"``, ``"llama-cpp-python,
     tool_call_content=null"``. Options: ``tool_choice_default`` (``auto``, ``none``, ``required``, ``omit``),
     ``tool_streaming`` (``all``, ``named``, ``none``), ``tool_call_content`` (``empty``, ``null``),
-    ``tool_choice_required`` (``true``, ``false``). A mapping gives the options directly, with Python values.
+    ``tool_choice_required`` (``true``, ``false``), ``reasoning_content`` (``send``, ``drop``: whether the server's
+    thinking is sent back). A mapping gives the options directly, with Python values.
 
     Raises:
         UserError: for an unknown preset, option or value.
