@@ -19,6 +19,7 @@ from threadline import (
     AssistantMessage,
     CapabilityError,
     Conversation,
+    LLMError,
     MessageList,
     ModelError,
     Reasoning,
@@ -183,6 +184,48 @@ async def test_redacted_thinking_round_trips(
     assert server.count == 2
     assert server.bodies[1]["messages"][1]["content"][1] == {"type": "redacted_thinking", "data": redacted.redacted}
     assert server.answered[0][1]["data"] == redacted.redacted
+
+
+async def test_a_later_round_without_thinking_keeps_thinking_on_for_the_loop(
+    server: FakeAnthropicThinking, claude: AnthropicModel
+) -> None:
+    # Without interleaved thinking Claude thinks once, at the start of the turn; its later calls come bare.
+    server.add(
+        call_paris(),
+        Thought(blocks=(ToolUse("get_weather", '{"city": "Rome"}'),)),
+        Thought(blocks=("Paris and Rome: 22 C.",)),
+    )
+    conv = Conversation(config=config(claude))
+    conv.add(UserMessage(content="Paris, then Rome?"))
+    *_, answer = await run(conv)
+    assert answer.content == "Paris and Rome: 22 C." and server.count == 3
+    third = server.bodies[2]
+    assert third["thinking"]["budget_tokens"] == 4_000  # the turn starts with its thinking block: still on
+    assert [block["type"] for block in third["messages"][1]["content"]] == ["thinking", "text", "tool_use"]
+    assert [block["type"] for block in third["messages"][3]["content"]] == ["tool_use"]
+
+
+async def test_a_failure_and_its_retry_merged_into_one_turn_still_pass_the_apis_checks(
+    server: FakeAnthropicThinking, claude: AnthropicModel
+) -> None:
+    server.add(call_paris(), Thought(blocks=("22 C.",)))
+    done = Conversation(config=config(claude))
+    done.add(UserMessage(content="Weather in Paris?"))
+    await run(done)
+    question, call, result = done.messages[:3]
+    failed = AssistantMessage(
+        content="I will",
+        error=LLMError(type="overloaded", message="Overloaded", retryable=True),
+        reasoning=[Reasoning(text="The user wa", provider="anthropic")],
+    )
+    server.add(Thought(blocks=("22 C in Paris.",)))
+    conv = Conversation(messages=[question, failed, call, result], config=config(claude))
+    (answer,) = await run(conv)
+    assert answer.content == "22 C in Paris."
+    sent = server.bodies[2]
+    assert [block["type"] for block in sent["messages"][1]["content"]] == ["thinking", "text", "text", "tool_use"]
+    assert sent["messages"][1]["content"][1]["text"].endswith("[LLM_ERROR type=overloaded message=Overloaded]")
+    assert "thinking" in sent
 
 
 # -- saved and reloaded mid-loop ------------------------------------------------------------------------------------

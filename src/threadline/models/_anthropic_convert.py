@@ -375,6 +375,7 @@ def _response(
                 tool_calls=[],
                 usage=usage,
                 stop_reason="stop",
+                reasoning=reasoning,
             )
         calls.append(ToolCall(id=response_id(call_id), name=real(name), arguments=arguments, raw_arguments=raw))
     return ModelResponse(
