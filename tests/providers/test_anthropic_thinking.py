@@ -37,7 +37,6 @@ from threadline.models.openai import OpenAIModel
 
 from .conftest import SECRET, make_anthropic
 from .servers import Answer, Cut, FakeOpenAI, ToolUse
-from .servers._base import chunks
 from .servers.anthropic_thinking import FakeAnthropicThinking, Raw, Redact, Think, Thought, sign
 
 PARIS_THOUGHT = "The user wants the weather in Paris. I have get_weather; I should call it with Paris."
@@ -371,7 +370,7 @@ async def test_a_stream_cut_between_thinking_and_its_signature_is_never_replayed
     server: FakeAnthropicThinking, claude: AnthropicModel
 ) -> None:
     # message_start, content_block_start, ping, the thinking deltas: the signature_delta never comes.
-    server.add(Cut(call_paris(), after=3 + len(chunks(PARIS_THOUGHT, 9))))
+    server.add(Cut(call_paris(), after=3 + -(-len(PARIS_THOUGHT) // 9)))  # the fake sends 9 characters a delta
     conv = Conversation(config=config(claude))
     conv.add(UserMessage(content="Weather in Paris?"))
     with pytest.raises(ModelError) as caught:
