@@ -3,7 +3,8 @@
 - `build_request`: a `ModelRequest` -> the JSON body of ``POST /v1/messages`` and a `WireContext`.
 - `parse_message`: a non-streamed response body -> `ModelResponse`.
 - `MessageStream`: the streamed events (``message_start``, ``content_block_start``/``delta``/``stop``,
-  ``message_delta``, ``message_stop``, ``ping``, ``error``) -> text deltas, assembled tool calls, usage, stop reason.
+  ``message_delta``, ``message_stop``, ``ping``, ``error``) -> text and thinking deltas, assembled tool calls and
+  thinking blocks, usage, stop reason.
 
 How the log maps onto Anthropic's stricter shape:
 
@@ -19,6 +20,10 @@ How the log maps onto Anthropic's stricter shape:
 - ``max_tokens`` is always sent (the profile's default when the caller sets none).
 - Structured output is a forced final-result tool; its input comes back as the answer's JSON text, and no tool
   call is logged for it.
+- Claude's thinking (``thinking`` and ``redacted_thinking`` blocks) is kept in order as `Reasoning` pieces, with a
+  ``position`` for a piece that came after a text or a tool call (interleaved thinking), and goes back exactly as
+  received; the rules of thinking on the wire live in `_anthropic_thinking`. A content block of a type this module
+  does not know is refused (``bad_response``) rather than dropped.
 """
 
 from __future__ import annotations
@@ -30,12 +35,21 @@ import msgspec
 from ..errors import ModelError
 from ..messages import (
     AssistantMessage,
+    Reasoning,
     SystemMessage,
     ToolCall,
     ToolMessage,
     Usage,
     UserMessage,
     content_for_model,
+)
+from ._anthropic_thinking import (
+    PROVIDER,
+    THINKING_TYPES,
+    ReasoningOrder,
+    answer_blocks,
+    max_tokens_for,
+    settle_turns,
 )
 from ._convert_common import (
     FINAL_TOOL_DESCRIPTION,
@@ -48,7 +62,7 @@ from ._convert_common import (
     parse_arguments,
     plain,
 )
-from .base import ModelRequest, ModelResponse
+from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
 
 __all__ = ["DEFAULT_MAX_TOKENS", "FIRST_TURN", "MessageStream", "build_request", "parse_message"]
@@ -105,6 +119,14 @@ def build_request(
     add = turns.add
     leading = True
     history_tools: list[str] = []
+    thinking_turns: set[int] = set()  # assistant turns that hold thinking blocks
+
+    def tool_use(call: ToolCall) -> dict[str, Any]:
+        history_tools.append(call.name)
+        # Arguments that were not JSON cannot be sent as the object Anthropic needs; the tool result that answered
+        # the call already told the model what was wrong with them.
+        return {"type": "tool_use", "id": wire_id(call.id), "name": wire_name(call.name), "input": call.arguments}
+
     for message in request.messages:
         if isinstance(message, SystemMessage):
             if leading:
@@ -120,18 +142,19 @@ def build_request(
             if message.content:
                 add("user", {"type": "text", "text": message.content})
         elif isinstance(message, AssistantMessage):
+            if message.reasoning:
+                # Claude's own thinking goes back in its place; see _anthropic_thinking for what is never sent.
+                blocks = answer_blocks(message, tool_use)
+                for wire_block in blocks:
+                    add("assistant", wire_block)
+                if any(wire_block["type"] in THINKING_TYPES for wire_block in blocks):
+                    thinking_turns.add(len(turns.turns) - 1)
+                continue
             text = content_for_model(message)
             if text:
                 add("assistant", {"type": "text", "text": text})
             for call in message.tool_calls:
-                name = wire_name(call.name)
-                history_tools.append(call.name)
-                # Arguments that were not JSON cannot be sent as the object Anthropic needs; the tool result
-                # that answered the call already told the model what was wrong with them.
-                add(
-                    "assistant",
-                    {"type": "tool_use", "id": wire_id(call.id), "name": name, "input": call.arguments},
-                )
+                add("assistant", tool_use(call))
         elif isinstance(message, ToolMessage):
             block: dict[str, Any] = {
                 "type": "tool_result",
@@ -143,6 +166,12 @@ def build_request(
             add("user", block)
 
     messages = turns.turns
+    settings = request.settings
+    reasoning = settings.reasoning
+    if thinking_turns or reasoning is not None:
+        thinking = settle_turns(messages, turns.results, thinking_turns, reasoning is not None)
+    else:
+        thinking = False
     if messages and messages[0]["role"] == "assistant":
         messages.insert(0, {"role": "user", "content": [{"type": "text", "text": FIRST_TURN}]})
     if messages and messages[-1]["role"] == "assistant":
@@ -151,12 +180,14 @@ def build_request(
         if last["type"] == "text":
             last["text"] = last["text"].rstrip() or "…"
 
-    settings = request.settings
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": settings.max_tokens or profile.max_output_tokens or DEFAULT_MAX_TOKENS,
         "messages": messages,
     }
+    if thinking and reasoning is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": reasoning.budget()}
+        body["max_tokens"] = max_tokens_for(reasoning, settings.max_tokens, profile, DEFAULT_MAX_TOKENS)
     if system:
         body["system"] = "\n\n".join(system)
     tools: list[dict[str, Any]] = []
@@ -186,7 +217,7 @@ def build_request(
         body["tools"] = tools
         if choice is not None:
             body["tool_choice"] = _tool_choice(choice, context, wire_name)
-    if settings.temperature is not None and profile.temperature:
+    if settings.temperature is not None and profile.temperature and "thinking" not in body:
         body["temperature"] = settings.temperature
     if stream:
         body["stream"] = True
@@ -224,13 +255,22 @@ class _Block(msgspec.Struct):
     id: str | None = None
     name: str | None = None
     input: Any = None
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None
 
 
 class _Delta(msgspec.Struct):
     type: str | None = None
     text: str | None = None
     partial_json: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
     stop_reason: str | None = None
+
+
+class _OutputDetails(msgspec.Struct):
+    thinking_tokens: int | None = None
 
 
 class _Usage(msgspec.Struct):
@@ -238,6 +278,7 @@ class _Usage(msgspec.Struct):
     output_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
+    output_tokens_details: _OutputDetails | None = None
 
 
 class _Error(msgspec.Struct):
@@ -287,11 +328,32 @@ def error_from(error: _Error | None) -> ModelError:
     )
 
 
+def _bad(what: str) -> ModelError:
+    """An answer that cannot be logged whole: refused, so nothing of it is lost silently or replayed wrongly."""
+    return ModelError(f"Anthropic sent {what}", type="bad_response")
+
+
+def _unknown_block(kind: str, index: int) -> ModelError:
+    return _bad(
+        f"a content block of a type threadline does not know ({kind!r}, block {index}); the answer is refused "
+        "rather than logged without it"
+    )
+
+
+def _unsigned(index: int) -> ModelError:
+    return _bad(
+        f"a thinking block without a signature (block {index}); it could not be sent back as the API requires, so "
+        "the answer is refused"
+    )
+
+
 def _usage(usage: _Usage | None) -> Usage | None:
     if usage is None:
         return None
     prompt = (usage.input_tokens or 0) + (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
-    return Usage(input_tokens=prompt, output_tokens=usage.output_tokens or 0)
+    details = usage.output_tokens_details
+    thought = (details.thinking_tokens or 0) if details is not None else 0
+    return Usage(input_tokens=prompt, output_tokens=usage.output_tokens or 0, reasoning_tokens=thought)
 
 
 def _response(
@@ -300,6 +362,7 @@ def _response(
     stop: str | None,
     usage: Any,
     context: WireContext,
+    reasoning: list[Reasoning],
 ) -> ModelResponse:
     content: str | None = "".join(texts) or None
     calls = []
@@ -312,18 +375,24 @@ def _response(
                 tool_calls=[],
                 usage=usage,
                 stop_reason="stop",
+                reasoning=reasoning,
             )
         calls.append(ToolCall(id=response_id(call_id), name=real(name), arguments=arguments, raw_arguments=raw))
     return ModelResponse(
-        content=content, tool_calls=calls, usage=usage, stop_reason=_STOP_REASONS.get(stop or "", stop)
+        content=content,
+        tool_calls=calls,
+        usage=usage,
+        stop_reason=_STOP_REASONS.get(stop or "", stop),
+        reasoning=reasoning,
     )
 
 
 def parse_message(data: bytes | str, context: WireContext) -> ModelResponse:
-    """A non-streamed Messages API body as a `ModelResponse` (real tool names, unique ids).
+    """A non-streamed Messages API body as a `ModelResponse` (real tool names, unique ids, Claude's thinking).
 
     Raises:
-        ModelError: for a body that is not a message, or an error object.
+        ModelError: for a body that is not a message, an error object, a thinking block without its signature, or
+            a content block of an unknown type (``type="bad_response"``).
     """
     try:
         message = _decode_message(data)
@@ -333,25 +402,57 @@ def parse_message(data: bytes | str, context: WireContext) -> ModelResponse:
         raise error_from(message.error)
     texts: list[str] = []
     uses: list[tuple[str | None, str, dict[str, Any], str | None]] = []
-    for block in message.content or ():
-        if block.type == "text" and block.text:
-            texts.append(block.text)
-        elif block.type == "tool_use":
+    reasoning: list[Reasoning] = []
+    order: ReasoningOrder | None = None
+    for index, block in enumerate(message.content or ()):
+        kind = block.type
+        if kind == "text":
+            if block.text:
+                texts.append(block.text)
+                if order is not None:
+                    order.text()
+        elif kind == "tool_use":
             arguments = block.input if isinstance(block.input, dict) else {}
             raw = None if isinstance(block.input, dict) or block.input is None else _encode(block.input).decode("utf-8")
             uses.append((block.id, block.name or "", arguments, raw))
-    return _response(texts, uses, message.stop_reason, _usage(message.usage), context)
+            if order is not None:
+                order.tool()
+        elif kind == "thinking" or kind == "redacted_thinking":
+            if order is None:
+                order = ReasoningOrder()
+                if texts:
+                    order.text()
+                for _ in uses:
+                    order.tool()
+            order.add()
+            reasoning.append(_thought(block, index))
+        else:
+            raise _unknown_block(kind, index)
+    if order is not None:
+        order.place(reasoning, bool(texts))
+    return _response(texts, uses, message.stop_reason, _usage(message.usage), context, reasoning)
+
+
+def _thought(block: _Block, index: int) -> Reasoning:
+    if block.type == "redacted_thinking":
+        if not block.data:
+            raise _bad(f"a redacted_thinking block without data (block {index})")
+        return Reasoning(redacted=block.data, provider=PROVIDER)
+    if not block.signature:
+        raise _unsigned(index)
+    return Reasoning(text=block.thinking or "", signature=block.signature, provider=PROVIDER)
 
 
 class MessageStream(StreamReader):
     """Reads one streamed message, event by event.
 
-    Feed each SSE event to `feed`, which returns the text to show (or None); `finish` then gives the complete
-    `ModelResponse`. Tool inputs are put together from their ``input_json_delta`` fragments; the final-result
-    tool's fragments are shown as text, since they are the answer.
+    Feed each SSE event to `feed`, which returns the text to show, a `ReasoningDelta` for a piece of thinking, or
+    None; `finish` then gives the complete `ModelResponse`. Tool inputs are put together from their
+    ``input_json_delta`` fragments; the final-result tool's fragments are shown as text, since they are the answer.
+    Thinking blocks are put together from ``thinking_delta`` and ``signature_delta``; a redacted one arrives whole.
     """
 
-    __slots__ = ("_input", "_output")
+    __slots__ = ("_input", "_order", "_output", "_thinking", "_thoughts")
     _usage: _Usage | None  # the slot StreamReader keeps, holding this API's usage struct
 
     def __init__(self, context: WireContext) -> None:
@@ -359,12 +460,16 @@ class MessageStream(StreamReader):
         # Token counts from ``message_delta``, which win over those of ``message_start``.
         self._output: int | None = None
         self._input: int | None = None
+        self._thinking: int | None = None
+        # Thinking blocks by stream index: [part number, text pieces, signature pieces, redacted data].
+        self._thoughts: dict[int, list[Any]] = {}
+        self._order = ReasoningOrder()
 
-    def feed(self, event: str, data: str) -> str | None:
-        """Take one event; return the text it adds, if any.
+    def feed(self, event: str, data: str) -> str | ReasoningDelta | None:
+        """Take one event; return the text or thinking it adds, if any.
 
         Raises:
-            ModelError: for an ``error`` event or an unreadable one.
+            ModelError: for an ``error`` event, an unreadable one, or a block or delta of an unknown type.
         """
         try:
             item = _decode_event(data)
@@ -375,32 +480,49 @@ class MessageStream(StreamReader):
             delta = item.delta
             if delta is None:
                 return None
-            if delta.type == "text_delta" and delta.text:
-                self._parts.append(delta.text)
-                return delta.text
-            if delta.type == "input_json_delta" and delta.partial_json:
-                block = self._calls.get(item.index)
-                if block is not None:
-                    block[2].append(delta.partial_json)
-                    if block[1] == self._context.final_tool:
-                        return delta.partial_json
-            return None
+            delta_type = delta.type
+            if delta_type == "text_delta":
+                if delta.text:
+                    self._parts.append(delta.text)
+                    self._order.text()
+                    return delta.text
+                return None
+            if delta_type == "input_json_delta":
+                if delta.partial_json:
+                    block = self._calls.get(item.index)
+                    if block is not None:
+                        block[2].append(delta.partial_json)
+                        if block[1] == self._context.final_tool:
+                            return delta.partial_json
+                return None
+            if delta_type == "thinking_delta" or delta_type == "signature_delta":
+                thought = self._thoughts.get(item.index)
+                if thought is None:
+                    raise _bad(f"a {delta_type} for block {item.index}, which is not a thinking block")
+                if delta_type == "signature_delta":
+                    if delta.signature:
+                        thought[2].append(delta.signature)
+                    return None
+                if delta.thinking:
+                    thought[1].append(delta.thinking)
+                    return ReasoningDelta(delta.thinking, part=thought[0], provider=PROVIDER)
+                return None
+            raise _bad(f"a content_block_delta of a type threadline does not know ({delta_type!r})")
         if kind == "content_block_start":
             start = item.content_block
             if start is not None:
-                if start.type == "tool_use":
-                    self._calls[item.index] = [start.id, start.name or "", []]
-                elif start.type == "text" and start.text:
-                    self._parts.append(start.text)
-                    return start.text
+                return self._start(start, item.index)
             return None
         if kind == "message_delta":
             if item.delta is not None and item.delta.stop_reason is not None:
                 self._stop = item.delta.stop_reason
-            if item.usage is not None:
-                self._output = item.usage.output_tokens if item.usage.output_tokens is not None else self._output
-                if item.usage.input_tokens is not None:
-                    self._input = item.usage.input_tokens
+            usage = item.usage
+            if usage is not None:
+                self._output = usage.output_tokens if usage.output_tokens is not None else self._output
+                if usage.input_tokens is not None:
+                    self._input = usage.input_tokens
+                if usage.output_tokens_details is not None:
+                    self._thinking = usage.output_tokens_details.thinking_tokens
             return None
         if kind == "message_start":
             if item.message is not None:
@@ -413,13 +535,49 @@ class MessageStream(StreamReader):
             raise error_from(item.error)
         return None  # ping, content_block_stop, and event types added after this was written
 
+    def _start(self, start: _Block, index: int) -> str | ReasoningDelta | None:
+        kind = start.type
+        if kind == "tool_use":
+            self._calls[index] = [start.id, start.name or "", []]
+            self._order.tool()
+        elif kind == "text":
+            if start.text:
+                self._parts.append(start.text)
+                self._order.text()
+                return start.text
+        elif kind == "thinking":
+            part = self._order.add()
+            text = start.thinking or ""
+            self._thoughts[index] = [part, [text], [start.signature or ""], None]
+            if text:
+                return ReasoningDelta(text, part=part, provider=PROVIDER)
+        elif kind == "redacted_thinking":
+            if not start.data:
+                raise _bad(f"a redacted_thinking block without data (block {index})")
+            self._thoughts[index] = [self._order.add(), [], [], start.data]
+        else:
+            raise _unknown_block(kind, index)
+        return None
+
     def finish(self) -> ModelResponse:
         """The complete response.
 
         Raises:
-            ModelError: when the stream ended before the message was complete (a cut stream).
+            ModelError: when the stream ended before the message was complete (a cut stream), or a thinking block
+                came without its signature.
         """
         uses = [(call_id, name, *parse_arguments(text)) for call_id, name, text in self._complete_calls()]
+        reasoning: list[Reasoning] = []
+        for index, (_, pieces, signature, redacted) in sorted(self._thoughts.items()):
+            if redacted is not None:
+                reasoning.append(Reasoning(redacted=redacted, provider=PROVIDER))
+                continue
+            joined = "".join(signature)
+            if not joined:
+                raise _unsigned(index)
+            reasoning.append(Reasoning(text="".join(pieces), signature=joined, provider=PROVIDER))
+        if reasoning:
+            self._order.place(reasoning, bool(self._parts))
         if self._usage is None and self._output is None and self._input is None:
             usage = None
         else:
@@ -428,4 +586,6 @@ class MessageStream(StreamReader):
             usage.output_tokens = self._output
         if usage is not None and self._input is not None:
             usage.input_tokens = self._input
-        return _response(self._parts, uses, self._stop, _usage(usage), self._context)
+        if usage is not None and self._thinking is not None:
+            usage.output_tokens_details = _OutputDetails(thinking_tokens=self._thinking)
+        return _response(self._parts, uses, self._stop, _usage(usage), self._context, reasoning)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from ._anthropic_convert import MessageStream, build_request, parse_message
+from ._anthropic_thinking import check_thinking
 from ._http_model import HTTPModel
 from .profiles import anthropic_profile
 
@@ -55,6 +56,10 @@ class AnthropicModel(HTTPModel):
 
     def _default_profile(self, model_id: str) -> ModelProfile:
         return anthropic_profile(model_id)
+
+    def _check_wire(self, request: ModelRequest) -> None:
+        # Thinking's own rules (a budget of at least 1,024 tokens, no forced tool), before anything is sent.
+        check_thinking(request, self.profile, self.name)
 
     def _translate(self, request: ModelRequest, stream: bool) -> Translation:
         body, context = build_request(request, self.model_id, self.profile, stream=stream)
