@@ -38,6 +38,7 @@ from ..errors import StoreError
 from ..messages import MODES, AssistantMessage, Message, ToolMessage, content_for_model
 from ..models import DEFAULT_MODELS, Model, default_model_name
 from ..store import MessagePage, Store, open_store, whole_tool_groups
+from .find import Finding, find
 from .live import event_stream
 from .render import markup, page_document, pager_query, render_items, stylesheet
 from .security import Guard
@@ -188,10 +189,15 @@ async def list_page(viewer: Viewer, request: Request) -> Response:
 
 
 # -- the timeline ------------------------------------------------------------------------------------------------
-def _read_part(store: Store, cid: str, before: int | None, at: str | None) -> tuple[Any, MessagePage, bool, Any]:
+def _read_part(
+    store: Store, cid: str, before: int | None, at: str | None, query: str
+) -> tuple[Any, MessagePage, bool, Any, Finding | None, str | None]:
     """Everything the timeline page needs, read in one worker thread: info, the part, whether it ends at the
-    newest message, the forks."""
+    newest message, the forks, and the matches of ``query`` with the message to open at."""
     info = store.get_conversation(cid)
+    finding = None
+    if query:
+        finding, at = find(store, cid, query, at)
     if at is not None:
         seq = store.message_seq(cid, at)
         # The message and a few before it (for context), then the part after it.
@@ -203,14 +209,15 @@ def _read_part(store: Store, cid: str, before: int | None, at: str | None) -> tu
         page = store.read_tail(cid, PAGE_SIZE, before=before)
         at_end = before is None or not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
     page = whole_tool_groups(store, cid, page)
-    return info, page, at_end, _forks_of(store, cid)
+    return info, page, at_end, _forks_of(store, cid), finding, at
 
 
 async def timeline_page(viewer: Viewer, request: Request) -> Response:
     cid = request.path_params["cid"]
     before = int_param(request, "before")
     at = request.query_params.get("at") or None
-    info, page, at_end, (links, forks) = await in_thread(_read_part, viewer.store, cid, before, at)
+    query = " ".join(request.query_params.get("q", "").split())[:500]
+    info, page, at_end, (links, forks), finding, at = await in_thread(_read_part, viewer.store, cid, before, at, query)
     origin = None
     forked_from = info.metadata.get("forked_from")
     if isinstance(forked_from, dict) and isinstance(forked_from.get("conversation"), str):
@@ -235,6 +242,9 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
         fork_count=len(forks),
         fork_list=forks[:10],
         running=viewer.turns.is_running(cid),
+        hit_id=at,
+        finding=finding,
+        query=query,
         with_script=True,
     )
 

@@ -128,6 +128,15 @@ class Item:
     def usage(self) -> Usage | None:
         return self.message.usage if isinstance(self.message, AssistantMessage) else None
 
+    def holds(self, message_id: str | None) -> bool:
+        """Whether this item shows the message (itself, or a tool result folded into one of its groups)."""
+        if message_id is None:
+            return False
+        if message_id == self.message.id:
+            return True
+        groups = [*self.tools, *([self.standalone] if self.standalone is not None else [])]
+        return any(view.result_id == message_id for view in groups)
+
 
 def _cut(text: str | None) -> tuple[str | None, int]:
     if text is None or len(text) <= TEXT_LIMIT:

@@ -64,9 +64,13 @@
       });
       if (!response.ok) throw new Error(response.statusText);
       const part = await response.json();
-      const before = document.body.scrollHeight;
+      // Keep what the reader was looking at in place: measure where the first item sits before and after the
+      // older part goes in above it. (Not by the page's height: Chromium anchors the scroll position itself, so
+      // adding the height again would throw the reader down by a whole part.)
+      const anchor = items.firstElementChild;
+      const top = anchor ? anchor.getBoundingClientRect().top : 0;
       items.prepend(fragment(part.html));
-      window.scrollBy(0, document.body.scrollHeight - before); // keep what the reader was looking at in place
+      if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - top);
       firstSeq = part.first_seq === null ? firstSeq : part.first_seq;
       hasOlder = part.has_older;
       if (!hasOlder) olderBox.innerHTML = '<p class="muted start">Start of the conversation</p>';
@@ -216,10 +220,54 @@
     if (await post(form)) setStatus("The model is answering…");
   });
 
-  if (!location.hash && !new URLSearchParams(location.search).has("at")) scrollToBottom();
-  if (new URLSearchParams(location.search).has("at")) {
-    const target = document.getElementById("m-" + new URLSearchParams(location.search).get("at"));
-    if (target) target.scrollIntoView({ block: "center" });
+  // -- a search hit (or any message linked with ?at=): land on it and mark the words searched for --------------------
+  const WORD = /[\p{L}\p{N}]+/gu;
+
+  function markWords(root, query, skip) {
+    const words = (query.toLowerCase().match(WORD) || []);
+    if (!words.length) return;
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) => node.parentElement.closest(skip)
+        ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
+    });
+    const nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    for (const node of nodes) {
+      const text = node.nodeValue;
+      const out = document.createDocumentFragment();
+      let last = 0;
+      for (const match of text.matchAll(WORD)) {
+        if (!words.some((word) => match[0].toLowerCase().startsWith(word))) continue;
+        if (match.index > last) out.append(text.slice(last, match.index));
+        const mark = document.createElement("mark");
+        mark.textContent = match[0];
+        out.append(mark);
+        last = match.index + match[0].length;
+      }
+      if (last === 0) continue;
+      if (last < text.length) out.append(text.slice(last));
+      node.replaceWith(out);
+    }
+    const groups = [...root.querySelectorAll("details"), ...(root.matches("details") ? [root] : [])];
+    for (const details of groups) {
+      if (details.querySelector("mark")) details.open = true; // a match inside a tool's output: show it
+    }
+  }
+
+  const hitId = timeline.dataset.hit;
+  const hit = hitId ? items.querySelector(".msg.hit") : null;
+  if (hit) {
+    if (timeline.dataset.query) {
+      // A tool result is a message of its own, shown inside its call's group: mark only there. A message's own
+      // text, and its calls' arguments, are the rest of its item (the outputs are other messages).
+      const group = [...hit.querySelectorAll("details.tool")].find((el) => el.dataset.resultId === hitId);
+      const chrome = ".msg-head, .msg-actions, button, mark";
+      if (group) markWords(group, timeline.dataset.query, chrome + ", summary");
+      else markWords(hit, timeline.dataset.query, chrome + ", .tool-output");
+    }
+    hit.scrollIntoView({ block: "center" });
+  } else if (!location.hash) {
+    scrollToBottom();
   }
   if (atEnd) startLive();
 })();
