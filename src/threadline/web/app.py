@@ -23,6 +23,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from http import HTTPStatus
 from importlib import resources
 from typing import Any
 
@@ -40,7 +41,8 @@ from ..models import DEFAULT_MODELS, Model, default_model_name
 from ..store import MessagePage, Store, open_store, whole_tool_groups
 from .find import Finding, find
 from .live import event_stream
-from .render import markup, page_document, pager_query, render_items, stylesheet
+from .reading import artifact_text, full_text
+from .render import markup, page_document, pager_query, render_items, safe_name, stylesheet
 from .security import Guard
 from .state import Viewer, in_thread, int_param
 from .timeline import Item, build_items, fork_links
@@ -123,6 +125,8 @@ def create_app(
         Route("/c/{cid}/context", _handler(viewer, context_page)),
         Route("/c/{cid}/export.json", _handler(viewer, export_json)),
         Route("/c/{cid}/export.html", _handler(viewer, export_html)),
+        Route("/c/{cid}/full/{mid}", _handler(viewer, full_text)),
+        Route("/c/{cid}/artifacts/{name}", _handler(viewer, artifact_text)),
         Route("/p/{page_id}", _handler(viewer, generated_page)),
         Mount(
             "/static", StaticFiles(directory=str(resources.files("threadline.web").joinpath("static"))), name="static"
@@ -133,7 +137,11 @@ def create_app(
         status = exc.status_code if isinstance(exc, HTTPException) else 404
         if status == 405:
             return viewer.error(405, "Not allowed", f"{request.method} is not allowed here.")
-        return viewer.error(status, "Not found", f"Nothing at {request.url.path}.")
+        # A handler's own words say what was wrong; Starlette's ("Not Found") only that no route matched.
+        detail = exc.detail if isinstance(exc, HTTPException) and exc.detail != HTTPStatus(status).phrase else None
+        if status == 400:
+            return viewer.error(400, "Bad request", detail or "The request was not understood.")
+        return viewer.error(status, "Not found", detail or f"Nothing at {request.url.path}.")
 
     async def server_error(request: Request, exc: Exception) -> Response:
         return viewer.error(500, "Something went wrong", f"The viewer failed: {type(exc).__name__}.")
@@ -158,7 +166,7 @@ def _handler(viewer: Viewer, fn: Handler) -> Callable[[Request], Any]:
             response: Response = await fn(viewer, request)
         except StoreError as exc:
             text = str(exc)
-            if text.startswith(("no conversation", "no message", "no page")):
+            if text.startswith(("no conversation", "no message", "no page", "no artifact")):
                 return viewer.error(404, "Not found", text)
             return viewer.error(503, "The store failed", text)
         return response
@@ -423,7 +431,7 @@ async def export_json(viewer: Viewer, request: Request) -> Response:
     return Response(
         messages.to_json(),
         media_type="application/json",
-        headers={"content-disposition": f'attachment; filename="{_safe_name(cid)}.json"', "cache-control": "no-store"},
+        headers={"content-disposition": f'attachment; filename="{safe_name(cid)}.json"', "cache-control": "no-store"},
     )
 
 
@@ -450,7 +458,7 @@ async def export_html(viewer: Viewer, request: Request) -> Response:
     return HTMLResponse(
         html,
         headers={
-            "content-disposition": f'attachment; filename="{_safe_name(cid)}.html"',
+            "content-disposition": f'attachment; filename="{safe_name(cid)}.html"',
             "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
             "cache-control": "no-store",
         },
@@ -467,7 +475,3 @@ async def generated_page(viewer: Viewer, request: Request) -> Response:
             "cache-control": "no-store",
         },
     )
-
-
-def _safe_name(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:100] or "conversation"

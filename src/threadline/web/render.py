@@ -9,17 +9,19 @@ from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from markupsafe import Markup
 
+from .._artifact_names import is_artifact_name
 from ..store import PageInfo
 from .timeline import Item
 
-__all__ = ["environment", "page_document", "render_items", "stylesheet"]
+__all__ = ["environment", "markup", "page_document", "pager_query", "render_items", "safe_name", "stylesheet"]
 
 _WORD = re.compile(r"[^\W_]+")
+_ARTIFACT_URI = re.compile(r"artifact://([^\s/]+)/([A-Za-z0-9_][A-Za-z0-9_.:~-]*)")
 
 
 def iso(value: datetime) -> str:
@@ -47,6 +49,22 @@ def marks(text: str, query: str) -> Iterator[tuple[str, bool]]:
         yield text[position:], False
 
 
+def artifact_links(text: str, cid: str) -> Iterator[tuple[str, str | None]]:
+    """``text`` in parts, each with the viewer's link when it is an ``artifact://`` URI of conversation ``cid``
+    (URIs of other conversations, and names ``read_artifact`` would refuse, stay plain text)."""
+    position = 0
+    for match in _ARTIFACT_URI.finditer(text):
+        conversation, name = match.groups()
+        if conversation != cid or not is_artifact_name(name):
+            continue
+        if match.start() > position:
+            yield text[position : match.start()], None
+        yield match.group(), f"/c/{quote(cid, safe='')}/artifacts/{name}"
+        position = match.end()
+    if position < len(text):
+        yield text[position:], None
+
+
 @cache
 def stylesheet() -> str:
     """The viewer's CSS (inlined in exports)."""
@@ -65,6 +83,7 @@ def environment(version: str) -> jinja2.Environment:
         iso=iso,
         when=when,
         marks=marks,
+        artifact_links=artifact_links,
         asset=lambda name: f"/static/{name}?v={version}",
     )
     return env
@@ -105,6 +124,11 @@ def page_document(page: PageInfo) -> str:
         f"<title>{escape(page.title)}</title><style>{css}</style></head>"
         f"<body>{page.html}{script}</body></html>"
     )
+
+
+def safe_name(text: str) -> str:
+    """A file name made of ``text``: letters, digits, ``-`` and ``_`` (anything else becomes ``_``)."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:100] or "conversation"
 
 
 def markup(text: str) -> Markup:
