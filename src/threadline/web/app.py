@@ -8,10 +8,12 @@ Routes (DESIGN §8):
   message); ``GET /c/<id>/messages?before=SEQ|after=SEQ`` the next part as JSON (``html``, sequence numbers), for the
   page's script.
 - ``GET /c/<id>/events?after=SEQ`` live updates (server-sent events, see `threadline.web.live`).
-- ``POST /c/<id>/messages`` runs a turn (form fields ``text``, ``model``); ``POST /c/<id>/fork`` (form field ``at``)
-  forks from a message.
+- ``POST /c/<id>/messages`` runs a turn (form fields ``text``, ``model``).
+- ``POST /c/<id>/fork`` forks from a message, ``POST /c/<id>/title`` renames, ``GET /c/<id>/compare`` shows a fork
+  beside its origin (see `threadline.web.branches`).
 - ``GET /c/<id>/context?mode=`` the next request and the context report.
 - ``GET /c/<id>/export.json`` and ``/c/<id>/export.html`` the exports; ``GET /p/<page_id>`` a generated page.
+- ``GET /c/<id>/full/<message id>`` and ``/c/<id>/artifacts/<name>`` whole texts (see `threadline.web.reading`).
 
 Every store call runs in a worker thread, so a slow disk or database never stalls the event loop that streams the
 other pages' events.
@@ -39,6 +41,7 @@ from ..errors import StoreError
 from ..messages import MODES, AssistantMessage, Message, ToolMessage, content_for_model
 from ..models import DEFAULT_MODELS, Model, default_model_name
 from ..store import MessagePage, Store, open_store, whole_tool_groups
+from .branches import ForkPoint, compare, fork, fork_point, rename
 from .find import Finding, find
 from .live import event_stream
 from .reading import artifact_text, full_text
@@ -122,6 +125,8 @@ def create_app(
         Route("/c/{cid}/messages", _handler(viewer, continue_conversation), methods=["POST"]),
         Route("/c/{cid}/events", _handler(viewer, events)),
         Route("/c/{cid}/fork", _handler(viewer, fork), methods=["POST"]),
+        Route("/c/{cid}/title", _handler(viewer, rename), methods=["POST"]),
+        Route("/c/{cid}/compare", _handler(viewer, compare)),
         Route("/c/{cid}/context", _handler(viewer, context_page)),
         Route("/c/{cid}/export.json", _handler(viewer, export_json)),
         Route("/c/{cid}/export.html", _handler(viewer, export_html)),
@@ -199,7 +204,7 @@ async def list_page(viewer: Viewer, request: Request) -> Response:
 # -- the timeline ------------------------------------------------------------------------------------------------
 def _read_part(
     store: Store, cid: str, before: int | None, at: str | None, query: str
-) -> tuple[Any, MessagePage, bool, Any, Finding | None, str | None]:
+) -> tuple[Any, MessagePage, bool, Any, Finding | None, str | None, ForkPoint | None]:
     """Everything the timeline page needs, read in one worker thread: info, the part, whether it ends at the
     newest message, the forks, and the matches of ``query`` with the message to open at."""
     info = store.get_conversation(cid)
@@ -217,7 +222,7 @@ def _read_part(
         page = store.read_tail(cid, PAGE_SIZE, before=before)
         at_end = before is None or not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
     page = whole_tool_groups(store, cid, page)
-    return info, page, at_end, _forks_of(store, cid), finding, at
+    return info, page, at_end, _forks_of(store, cid), finding, at, fork_point(store, info)
 
 
 async def timeline_page(viewer: Viewer, request: Request) -> Response:
@@ -225,17 +230,9 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
     before = int_param(request, "before")
     at = request.query_params.get("at") or None
     query = " ".join(request.query_params.get("q", "").split())[:500]
-    info, page, at_end, (links, forks), finding, at = await in_thread(_read_part, viewer.store, cid, before, at, query)
-    origin = None
-    forked_from = info.metadata.get("forked_from")
-    if isinstance(forked_from, dict) and isinstance(forked_from.get("conversation"), str):
-        origin = {
-            "conversation": forked_from["conversation"],
-            "message": str(forked_from.get("message", "")),
-            "title": None,
-        }
-        with contextlib.suppress(StoreError):
-            origin["title"] = (await in_thread(viewer.store.get_conversation, origin["conversation"])).title
+    info, page, at_end, (links, forks), finding, at, point = await in_thread(
+        _read_part, viewer.store, cid, before, at, query
+    )
     items = build_items(page.messages, page.seqs, links)
     return viewer.page(
         "conversation.html",
@@ -246,7 +243,7 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
         last_seq=page.last_seq if page.last_seq is not None else -1,
         has_older=page.has_older,
         at_end=at_end,
-        origin=origin,
+        point=point,
         fork_count=len(forks),
         fork_list=forks[:10],
         running=viewer.turns.is_running(cid),
@@ -358,16 +355,6 @@ async def new_conversation(viewer: Viewer, request: Request) -> Response:
     title = " ".join(text.split())
     info = await in_thread(viewer.store.create_conversation, title if len(title) <= 80 else title[:79] + "…")
     viewer.turns.start(info.id, text, model)
-    return RedirectResponse(f"/c/{info.id}", status_code=303)
-
-
-async def fork(viewer: Viewer, request: Request) -> Response:
-    cid = request.path_params["cid"]
-    form = await request.form()
-    at = str(form.get("at") or "")
-    if not at:
-        return viewer.error(400, "Nothing to fork", "Choose the message to fork from.")
-    info = await in_thread(lambda: viewer.store.fork_conversation(cid, at))
     return RedirectResponse(f"/c/{info.id}", status_code=303)
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "ToolView",
     "build_items",
     "format_duration",
+    "message_snippet",
     "page_id_of",
     "tool_view",
 ]
@@ -245,6 +246,20 @@ def build_items(
             groups = {}
         items.append(item)
     return items
+
+
+def message_snippet(message: Message, limit: int = 120) -> str:
+    """The start of a message on one line, as a reader would name it: its text, else what it called or why it
+    failed."""
+    text = " ".join((getattr(message, "content", None) or "").split())
+    if not text and isinstance(message, AssistantMessage):
+        if message.error is not None:
+            text = f"failed: {message.error.type}"
+        elif message.tool_calls:
+            text = "called " + ", ".join(call.name for call in message.tool_calls)
+    if isinstance(message, ToolMessage):
+        text = f"{message.tool_name} answered: {text}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def fork_links(forks: Iterable[tuple[str, str, str]]) -> dict[str, list[ForkLink]]:
