@@ -16,7 +16,7 @@ from .. import __version__
 from ..models import Model
 from ..store import MessagePage, Store
 from .live import TurnEvents
-from .render import environment, render_items, render_tool_part
+from .render import environment, iso, render_items, render_tool_part
 from .timeline import build_items
 from .turns import TurnRunner
 
@@ -46,7 +46,8 @@ class Viewer:
         return self.page("error.html", status, status=status, heading=heading, detail=detail)
 
     def message_events(self, cid: str, page: MessagePage) -> list[dict[str, Any]]:
-        """The ``message`` event payloads of newly appended messages."""
+        """The ``message`` event payloads of newly appended messages (reads the store: call it in a worker
+        thread)."""
         items = build_items(page.messages, page.seqs)
         payloads: list[dict[str, Any]] = []
         for item in items:
@@ -61,6 +62,9 @@ class Viewer:
             payloads.append(payload)
         if payloads and page.last_seq is not None:
             payloads[-1]["seq"] = page.last_seq  # results folded into their call's item count as read too
+            info = self.store.get_conversation(cid)
+            payloads[-1]["count"] = info.message_count
+            payloads[-1]["updated"] = iso(info.updated_at)
         return payloads
 
 

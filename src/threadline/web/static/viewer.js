@@ -9,14 +9,16 @@
 (function () {
   const localTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
 
-  function localizeTimes(root) {
-    for (const el of root.querySelectorAll("time[datetime]")) {
-      const date = new Date(el.getAttribute("datetime"));
-      if (!isNaN(date)) {
-        el.title = el.textContent;
-        el.textContent = localTime.format(date);
-      }
+  function localizeTime(el) {
+    const date = new Date(el.getAttribute("datetime"));
+    if (!isNaN(date)) {
+      el.title = el.textContent;
+      el.textContent = localTime.format(date);
     }
+  }
+
+  function localizeTimes(root) {
+    for (const el of root.querySelectorAll("time[datetime]")) localizeTime(el);
   }
 
   function fragment(html) {
@@ -146,6 +148,18 @@
     if (follow) scrollToBottom();
   }
 
+  // The header's figures follow what arrives: how many messages, and when the last one came.
+  const messageCount = document.getElementById("message-count");
+  const updated = document.getElementById("updated");
+  function updateHeader(count, when) {
+    if (messageCount) messageCount.textContent = `${count.toLocaleString("en-US")} message${count === 1 ? "" : "s"}`;
+    if (updated && when) {
+      updated.setAttribute("datetime", when);
+      updated.textContent = when.replace("T", " ").replace(/:\d\dZ$/, " UTC");
+      localizeTime(updated);
+    }
+  }
+
   let source = null;
   function startLive() {
     if (source) return;
@@ -156,6 +170,7 @@
       const data = JSON.parse(event.data);
       if (data.seq > lastSeq) lastSeq = data.seq;
       addMessage(data);
+      if (data.count !== undefined) updateHeader(data.count, data.updated);
     });
     source.addEventListener("delta", (event) => {
       const follow = nearBottom();
