@@ -44,6 +44,7 @@ from ..store import MessagePage, Store, open_store, whole_tool_groups
 from .branches import ForkPoint, compare, fork, fork_point, rename
 from .find import Finding, find
 from .live import event_stream
+from .markdown import highlight_css
 from .reading import artifact_text, full_text
 from .render import markup, page_document, pager_query, render_items, safe_name, stylesheet
 from .security import Guard
@@ -133,6 +134,7 @@ def create_app(
         Route("/c/{cid}/full/{mid}", _handler(viewer, full_text)),
         Route("/c/{cid}/artifacts/{name}", _handler(viewer, artifact_text)),
         Route("/p/{page_id}", _handler(viewer, generated_page)),
+        Route("/highlight.css", highlight_stylesheet),
         Mount(
             "/static", StaticFiles(directory=str(resources.files("threadline.web").joinpath("static"))), name="static"
         ),
@@ -449,6 +451,13 @@ async def export_html(viewer: Viewer, request: Request) -> Response:
             "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
             "cache-control": "no-store",
         },
+    )
+
+
+async def highlight_stylesheet(request: Request) -> Response:
+    """The CSS of highlighted code (made from Pygments' styles, so it always matches the installed version)."""
+    return Response(
+        highlight_css(), media_type="text/css", headers={"cache-control": "public, max-age=86400, immutable"}
     )
 
 

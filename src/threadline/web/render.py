@@ -16,6 +16,7 @@ from markupsafe import Markup
 
 from .._artifact_names import is_artifact_name
 from ..store import PageInfo
+from .markdown import highlight_css, render_markdown
 from .timeline import Item
 
 __all__ = ["environment", "markup", "page_document", "pager_query", "render_items", "safe_name", "stylesheet"]
@@ -67,8 +68,9 @@ def artifact_links(text: str, cid: str) -> Iterator[tuple[str, str | None]]:
 
 @cache
 def stylesheet() -> str:
-    """The viewer's CSS (inlined in exports)."""
-    return resources.files("threadline.web").joinpath("static/viewer.css").read_text(encoding="utf-8")
+    """The viewer's CSS with the highlighted code's (inlined in exports)."""
+    own = resources.files("threadline.web").joinpath("static/viewer.css").read_text(encoding="utf-8")
+    return own + "\n" + highlight_css()
 
 
 def environment(version: str) -> jinja2.Environment:
@@ -84,7 +86,9 @@ def environment(version: str) -> jinja2.Environment:
         when=when,
         marks=marks,
         artifact_links=artifact_links,
+        md=render_markdown,
         asset=lambda name: f"/static/{name}?v={version}",
+        highlight_url=f"/highlight.css?v={version}",
     )
     return env
 

@@ -228,6 +228,21 @@
       composer.requestSubmit();
     }
   });
+  // The raw toggle: a message's Markdown source instead of its rendering, and back.
+  items.addEventListener("click", (event) => {
+    const toggle = event.target.closest(".raw-toggle");
+    if (!toggle) return;
+    const message = toggle.closest(".msg");
+    const raw = message.querySelector("pre.raw");
+    const rendered = message.querySelector(".md");
+    if (!raw || !rendered) return;
+    const showRaw = raw.hidden;
+    raw.hidden = !showRaw;
+    rendered.hidden = showRaw;
+    toggle.setAttribute("aria-pressed", String(showRaw));
+    toggle.textContent = showRaw ? "Rendered" : "Raw";
+  });
+
   items.addEventListener("submit", async (event) => {
     const form = event.target;
     if (!form.classList.contains("continue-form")) return; // forks navigate to the new conversation
