@@ -30,6 +30,72 @@
 
   localizeTimes(document);
 
+  // -- the keyboard: "/" focuses the search, Escape leaves it (j and k are the timeline's, below) -------------------
+  function typing(target) {
+    return target instanceof Element && target.closest("input, textarea, select, [contenteditable]");
+  }
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Escape" && event.target instanceof Element && event.target.matches("input[type=search]")) {
+      event.target.blur();
+      return;
+    }
+    if (event.key !== "/" || typing(event.target)) return;
+    const search = document.querySelector("#find input[name=q], form.search input[name=q]");
+    if (!search) return;
+    event.preventDefault(); // the slash is a key, not text
+    search.focus();
+    search.select();
+  });
+
+  // -- copy buttons: a message's source, a call's arguments, a tool's output (the whole of it when the page cuts it) --
+  async function toClipboard(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return;
+    }
+    // Served over plain HTTP to another host (with a token), the Clipboard API is not available.
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.append(area);
+    area.select();
+    const copied = document.execCommand("copy");
+    area.remove();
+    if (!copied) throw new Error("the browser refused");
+  }
+
+  async function copiedText(button) {
+    if (button.dataset.full) {
+      const response = await fetch(button.dataset.full);
+      if (!response.ok) throw new Error(response.statusText);
+      return response.text();
+    }
+    if (button.dataset.copy === "message") {
+      const message = button.closest(".msg");
+      const source = message.querySelector("pre.raw") || message.querySelector(".text");
+      return source ? source.textContent : "";
+    }
+    const body = button.closest(".tool-body");
+    const part = body && body.querySelector(button.dataset.copy === "arguments" ? "pre.arguments" : "pre.output");
+    return part ? part.textContent : "";
+  }
+
+  document.addEventListener("click", async (event) => {
+    const button = event.target instanceof Element ? event.target.closest("button.copy") : null;
+    if (!button) return;
+    event.preventDefault();
+    try {
+      await toClipboard(await copiedText(button));
+      button.textContent = "Copied";
+    } catch (error) {
+      button.textContent = "Copy failed";
+    }
+    setTimeout(() => { button.textContent = "Copy"; }, 1500);
+  });
+
   const timeline = document.getElementById("timeline");
   if (!timeline) return;
 
@@ -228,6 +294,47 @@
       composer.requestSubmit();
     }
   });
+  // -- j and k: the next and the previous message ---------------------------------------------------------------------
+  function shownMessages() {
+    return [...items.children].filter((el) => el.classList.contains("msg") && el.offsetParent !== null);
+  }
+
+  async function moveBy(step) {
+    let list = shownMessages();
+    if (!list.length) return;
+    const current = items.querySelector(":scope > .msg.current");
+    let index = current ? list.indexOf(current) : -1;
+    if (index < 0) {
+      // Start from what the reader sees: the first message on screen going down, the last one going up.
+      const seen = list.filter((el) => {
+        const box = el.getBoundingClientRect();
+        return box.bottom > 90 && box.top < window.innerHeight - 140;
+      });
+      const start = step > 0 ? seen[0] : seen[seen.length - 1];
+      index = start ? list.indexOf(start) : (step > 0 ? 0 : list.length - 1);
+    } else if (index + step < 0 && hasOlder) {
+      await loadOlder();
+      list = shownMessages();
+      index = list.indexOf(current) + step;
+    } else {
+      index = Math.min(list.length - 1, Math.max(0, index + step));
+    }
+    const next = list[Math.max(0, index)];
+    if (current) current.classList.remove("current");
+    next.classList.add("current");
+    next.setAttribute("tabindex", "-1");
+    next.focus({ preventScroll: true });
+    next.scrollIntoView({ block: "center" });
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    if (event.key === "j" || event.key === "k") {
+      event.preventDefault();
+      moveBy(event.key === "j" ? 1 : -1);
+    }
+  });
+
   // The raw toggle: a message's Markdown source instead of its rendering, and back.
   items.addEventListener("click", (event) => {
     const toggle = event.target.closest(".raw-toggle");
