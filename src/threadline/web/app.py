@@ -5,8 +5,9 @@ Routes (DESIGN §8):
 - ``GET /`` the conversations, newest first, paged (``?offset=``); ``?q=`` searches titles and message text.
 - ``POST /c`` starts a new conversation (form fields ``text``, ``model``).
 - ``GET /c/<id>`` the timeline: the newest part (``?before=SEQ`` an older part; ``?at=MSG`` the part around a
-  message); ``GET /c/<id>/messages?before=SEQ|after=SEQ`` the next part as JSON (``html``, sequence numbers), for the
-  page's script.
+  message; ``?start=1`` the first part; ``?q=`` finds words in it, see `threadline.web.find`);
+  ``GET /c/<id>/messages?before=SEQ|after=SEQ`` the next part as JSON (``html``, sequence numbers), for the
+  page's script; ``GET /c/<id>/outline`` its turns and failures (see `threadline.web.outline`).
 - ``GET /c/<id>/events?after=SEQ`` live updates (server-sent events, see `threadline.web.live`).
 - ``POST /c/<id>/messages`` runs a turn (form fields ``text``, ``model``).
 - ``POST /c/<id>/fork`` forks from a message, ``POST /c/<id>/title`` renames, ``GET /c/<id>/compare`` shows a fork
@@ -45,6 +46,7 @@ from .branches import ForkPoint, compare, fork, fork_point, rename
 from .find import Finding, find
 from .live import event_stream
 from .markdown import highlight_css
+from .outline import outline_page
 from .reading import artifact_text, full_text
 from .render import markup, page_document, pager_query, render_items, safe_name, stylesheet
 from .security import Guard
@@ -128,6 +130,7 @@ def create_app(
         Route("/c/{cid}/fork", _handler(viewer, fork), methods=["POST"]),
         Route("/c/{cid}/title", _handler(viewer, rename), methods=["POST"]),
         Route("/c/{cid}/compare", _handler(viewer, compare)),
+        Route("/c/{cid}/outline", _handler(viewer, outline_page)),
         Route("/c/{cid}/context", _handler(viewer, context_page)),
         Route("/c/{cid}/export.json", _handler(viewer, export_json)),
         Route("/c/{cid}/export.html", _handler(viewer, export_html)),
@@ -205,7 +208,7 @@ async def list_page(viewer: Viewer, request: Request) -> Response:
 
 # -- the timeline ------------------------------------------------------------------------------------------------
 def _read_part(
-    store: Store, cid: str, before: int | None, at: str | None, query: str
+    store: Store, cid: str, before: int | None, at: str | None, query: str, start: bool
 ) -> tuple[Any, MessagePage, bool, Any, Finding | None, str | None, ForkPoint | None]:
     """Everything the timeline page needs, read in one worker thread: info, the part, whether it ends at the
     newest message, the forks, and the matches of ``query`` with the message to open at."""
@@ -213,7 +216,10 @@ def _read_part(
     finding = None
     if query:
         finding, at = find(store, cid, query, at)
-    if at is not None:
+    if start and at is None:
+        page = store.read_after(cid, -1, PAGE_SIZE)
+        at_end = not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
+    elif at is not None:
         seq = store.message_seq(cid, at)
         # The message and a few before it (for context), then the part after it.
         head = store.read_tail(cid, 5, before=seq)
@@ -232,8 +238,9 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
     before = int_param(request, "before")
     at = request.query_params.get("at") or None
     query = " ".join(request.query_params.get("q", "").split())[:500]
+    start = bool(request.query_params.get("start"))
     info, page, at_end, (links, forks), finding, at, point = await in_thread(
-        _read_part, viewer.store, cid, before, at, query
+        _read_part, viewer.store, cid, before, at, query, start
     )
     items = build_items(page.messages, page.seqs, links)
     return viewer.page(
@@ -250,6 +257,7 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
         fork_list=forks[:10],
         running=viewer.turns.is_running(cid),
         hit_id=at,
+        start=start and at is None,
         finding=finding,
         query=query,
         with_script=True,

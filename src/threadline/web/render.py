@@ -36,6 +36,11 @@ def when(value: datetime) -> str:
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="minutes") + " UTC"
 
 
+def exact(value: datetime) -> str:
+    """A timestamp to the second, for the tooltip of a shown time (``2025-03-01 14:30:05 UTC``)."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="seconds") + " UTC"
+
+
 def marks(text: str, query: str) -> Iterator[tuple[str, bool]]:
     """``text`` in parts, each flagged when it is a word the query's words start (to wrap in ``<mark>``)."""
     words = [w for w in _WORD.findall(query.lower()) if w]
@@ -84,6 +89,7 @@ def environment(version: str) -> jinja2.Environment:
     env.globals.update(
         iso=iso,
         when=when,
+        exact=exact,
         marks=marks,
         artifact_links=artifact_links,
         md=render_markdown,

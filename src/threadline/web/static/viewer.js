@@ -8,11 +8,14 @@
 
 (function () {
   const localTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  const exactTime = new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "long" });
 
+  // Shown to the minute in the reader's time zone; to the second (and in UTC) on hover.
   function localizeTime(el) {
     const date = new Date(el.getAttribute("datetime"));
     if (!isNaN(date)) {
-      el.title = el.textContent;
+      const utc = el.title || el.textContent;
+      el.title = `${exactTime.format(date)} (${utc})`;
       el.textContent = localTime.format(date);
     }
   }
@@ -138,6 +141,7 @@
       const anchor = items.firstElementChild;
       const top = anchor ? anchor.getBoundingClientRect().top : 0;
       items.prepend(fragment(part.html));
+      applyFilters();
       if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - top);
       firstSeq = part.first_seq === null ? firstSeq : part.first_seq;
       hasOlder = part.has_older;
@@ -170,6 +174,7 @@
     if (!response.ok) return;
     const part = await response.json();
     items.append(fragment(part.html));
+    applyFilters();
     if (part.last_seq !== null) lastSeq = part.last_seq;
     atEnd = part.at_end;
     if (atEnd) {
@@ -178,11 +183,25 @@
     }
   }
   const newerLink = newerBox && newerBox.querySelector(".load-newer");
+  let loadingNewer = false;
+  async function loadNewerOnce() {
+    if (atEnd || loadingNewer) return;
+    loadingNewer = true;
+    try {
+      await loadNewer();
+    } finally {
+      loadingNewer = false;
+    }
+  }
   if (newerLink) {
     newerLink.addEventListener("click", (event) => {
       event.preventDefault();
-      loadNewer();
+      loadNewerOnce();
     });
+    // Opened at the start or at a hit, the part after it loads as the reader scrolls down to it.
+    new IntersectionObserver((entries) => {
+      if (entries.some((entry) => entry.isIntersecting)) loadNewerOnce();
+    }, { rootMargin: "0px 0px 400px 0px" }).observe(newerBox);
   }
 
   // -- live updates --------------------------------------------------------------------------------------------------
@@ -211,6 +230,7 @@
       const empty = timeline.querySelector(".empty");
       if (empty) empty.remove();
     }
+    applyFilters();
     if (follow) scrollToBottom();
   }
 
@@ -222,6 +242,7 @@
     if (updated && when) {
       updated.setAttribute("datetime", when);
       updated.textContent = when.replace("T", " ").replace(/:\d\dZ$/, " UTC");
+      updated.title = when.replace("T", " ").replace("Z", " UTC");
       localizeTime(updated);
     }
   }
@@ -391,6 +412,83 @@
     }
   }
 
+  // -- long logs: the outline panel, filters by role, tool and error, the dense view ----------------------------------
+  const outlinePanel = document.getElementById("outline");
+  if (outlinePanel) {
+    outlinePanel.addEventListener("toggle", async () => {
+      if (!outlinePanel.open || outlinePanel.dataset.loaded) return;
+      outlinePanel.dataset.loaded = "yes";
+      const slot = outlinePanel.querySelector(".outline-slot");
+      slot.textContent = "Reading the whole conversation…";
+      try {
+        const response = await fetch(`/c/${encodeURIComponent(cid)}/outline`, { headers: { Accept: "application/json" } });
+        if (!response.ok) throw new Error(response.statusText);
+        slot.replaceChildren(fragment((await response.json()).html));
+      } catch (error) {
+        slot.textContent = "Could not read the outline: " + error.message;
+        delete outlinePanel.dataset.loaded;
+      }
+    });
+  }
+
+  const filters = document.getElementById("filters");
+  const filterStatus = document.getElementById("filter-status");
+
+  function applyFilters() {
+    if (!filters) return;
+    const roles = new Set([...filters.querySelectorAll("input[name=role]:checked")].map((el) => el.value));
+    const errorsOnly = filters.elements.errors.checked;
+    const tool = filters.elements.tool.value;
+    const names = new Set();
+    let shown = 0;
+    let total = 0;
+    for (const item of items.children) {
+      if (!item.classList.contains("msg")) continue;
+      total += 1;
+      const groups = [...item.querySelectorAll("details.tool")];
+      for (const group of groups) {
+        names.add(group.dataset.tool);
+        const hide = !roles.has("tool") || (tool && group.dataset.tool !== tool)
+          || (errorsOnly && !group.classList.contains("state-error"));
+        group.classList.toggle("filtered-out", Boolean(hide));
+        const slot = group.nextElementSibling;
+        if (slot && slot.classList.contains("page-slot")) slot.classList.toggle("filtered-out", Boolean(hide));
+      }
+      const kept = groups.filter((group) => !group.classList.contains("filtered-out"));
+      const kind = item.dataset.kind;
+      let show = kind === "tool" ? kept.length > 0 : roles.has(kind);
+      if (show && tool) show = kept.length > 0;
+      if (show && errorsOnly) show = kind === "failure" || kept.length > 0;
+      item.classList.toggle("filtered-out", !show);
+      if (show) shown += 1;
+    }
+    // The tool menu offers every tool of the loaded part, and keeps the one chosen.
+    const menu = filters.elements.tool;
+    for (const name of [...names].sort()) {
+      if (![...menu.options].some((option) => option.value === name)) menu.add(new Option(name, name));
+    }
+    const active = roles.size < 5 || errorsOnly || tool;
+    filterStatus.textContent = active ? `showing ${shown} of the ${total} messages loaded` : "";
+  }
+
+  if (filters) {
+    filters.hidden = false;
+    filters.addEventListener("change", (event) => {
+      if (event.target.name === "dense") {
+        document.body.classList.toggle("dense", event.target.checked);
+        try { localStorage.setItem("threadline.dense", event.target.checked ? "1" : ""); } catch (_) { /* private mode */ }
+        return;
+      }
+      applyFilters();
+    });
+    filters.addEventListener("submit", (event) => event.preventDefault());
+    let dense = false;
+    try { dense = localStorage.getItem("threadline.dense") === "1"; } catch (_) { /* private mode */ }
+    filters.elements.dense.checked = dense;
+    document.body.classList.toggle("dense", dense);
+    applyFilters();
+  }
+
   const hitId = timeline.dataset.hit;
   const hit = hitId ? items.querySelector(".msg.hit") : null;
   if (hit) {
@@ -403,6 +501,8 @@
       else markWords(hit, timeline.dataset.query, chrome + ", .tool-output");
     }
     hit.scrollIntoView({ block: "center" });
+  } else if (timeline.dataset.start === "true") {
+    window.scrollTo(0, 0);
   } else if (!location.hash) {
     scrollToBottom();
   }
