@@ -36,6 +36,11 @@ def when(value: datetime) -> str:
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="minutes") + " UTC"
 
 
+def epoch_ms(value: datetime) -> str:
+    """Milliseconds since the epoch (what the page's script measures a turn's time with)."""
+    return f"{value.timestamp() * 1000:.0f}"
+
+
 def exact(value: datetime) -> str:
     """A timestamp to the second, for the tooltip of a shown time (``2025-03-01 14:30:05 UTC``)."""
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="seconds") + " UTC"
@@ -90,6 +95,7 @@ def environment(version: str) -> jinja2.Environment:
         iso=iso,
         when=when,
         exact=exact,
+        epoch_ms=epoch_ms,
         marks=marks,
         artifact_links=artifact_links,
         md=render_markdown,

@@ -16,7 +16,7 @@ from .. import __version__
 from ..models import Model
 from ..store import MessagePage, Store
 from .live import TurnEvents
-from .render import environment, iso, render_items, render_tool_part
+from .render import environment, epoch_ms, iso, render_items, render_tool_part
 from .timeline import build_items
 from .turns import TurnRunner
 
@@ -59,6 +59,8 @@ class Viewer:
                 for part in ("body", "status", "page"):
                     payload[part] = render_tool_part(self.env, part, tool, cid)
                 payload["state"] = tool.state
+                payload["ms"] = tool.duration_ms
+                payload["at"] = epoch_ms(item.created_at)
             payloads.append(payload)
         if payloads and page.last_seq is not None:
             payloads[-1]["seq"] = page.last_seq  # results folded into their call's item count as read too

@@ -142,6 +142,7 @@
       const top = anchor ? anchor.getBoundingClientRect().top : 0;
       items.prepend(fragment(part.html));
       applyFilters();
+      renderTimings();
       if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - top);
       firstSeq = part.first_seq === null ? firstSeq : part.first_seq;
       hasOlder = part.has_older;
@@ -175,6 +176,7 @@
     const part = await response.json();
     items.append(fragment(part.html));
     applyFilters();
+    renderTimings();
     if (part.last_seq !== null) lastSeq = part.last_seq;
     atEnd = part.at_end;
     if (atEnd) {
@@ -223,6 +225,9 @@
       group.querySelector(".tool-meta").replaceChildren(fragment(data.status));
       group.classList.remove("state-pending");
       group.classList.add("state-" + data.state);
+      if (data.ms !== null && data.ms !== undefined) group.dataset.ms = data.ms;
+      const owner = group.closest(".msg");
+      if (owner && data.at) owner.dataset.end = String(Math.max(Number(owner.dataset.end || 0), Number(data.at)));
       const slot = group.nextElementSibling;
       if (slot && slot.classList.contains("page-slot")) slot.replaceChildren(fragment(data.page));
     } else if (!document.getElementById("m-" + data.id)) {
@@ -231,6 +236,7 @@
       if (empty) empty.remove();
     }
     applyFilters();
+    renderTimings();
     if (follow) scrollToBottom();
   }
 
@@ -488,6 +494,86 @@
     document.body.classList.toggle("dense", dense);
     applyFilters();
   }
+
+  // -- where each turn's time went, from the log: model time, tool time, tokens ---------------------------------------
+  // A model call's time is from the message before it to the call's own message; a tool's is its recorded duration.
+  function duration(ms) {
+    if (ms < 1000) return `${Math.round(ms)} ms`;
+    if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+    const seconds = Math.round(ms / 1000);
+    return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  }
+
+  function count(n, word) {
+    return `${n} ${word}${n === 1 ? "" : "s"}`;
+  }
+
+  function timingStrip(turn) {
+    let model = 0, calls = 0, failed = 0, tools = 0, toolCalls = 0, input = 0, output = 0;
+    const segments = [];
+    for (const { item, previous } of turn) {
+      const kind = item.dataset.kind;
+      if (kind === "assistant" || kind === "failure") {
+        calls += 1;
+        if (kind === "failure") failed += 1;
+        if (previous) {
+          const ms = Math.max(0, Number(item.dataset.at) - Number(previous.dataset.end || previous.dataset.at));
+          model += ms;
+          segments.push(["model", ms, `model call ${duration(ms)}`]);
+        }
+        input += Number(item.dataset.in || 0);
+        output += Number(item.dataset.out || 0);
+      }
+      for (const group of item.querySelectorAll("details.tool[data-ms]")) {
+        const ms = Number(group.dataset.ms);
+        tools += ms;
+        toolCalls += 1;
+        segments.push(["tool", ms, `${group.dataset.tool} ${duration(ms)}`]);
+      }
+    }
+    if (!calls && !toolCalls) return null;
+    const strip = document.createElement("div");
+    strip.className = "turn-timing";
+    strip.setAttribute("role", "group");
+    strip.setAttribute("aria-label", "Where this turn's time went");
+    const bar = document.createElement("div");
+    bar.className = "timing-bar";
+    const total = segments.reduce((sum, segment) => sum + segment[1], 0);
+    for (const [kind, ms, title] of segments) {
+      const segment = document.createElement("span");
+      segment.className = `seg ${kind}`;
+      segment.title = title;
+      segment.style.width = total ? `${(100 * ms) / total}%` : "0";
+      bar.append(segment);
+    }
+    const facts = [`model ${duration(model)} (${count(calls, "call")}${failed ? `, ${failed} failed` : ""})`];
+    if (toolCalls) facts.push(`tools ${duration(tools)} (${count(toolCalls, "call")})`);
+    if (input || output) facts.push(`${input.toLocaleString("en-US")} in · ${output.toLocaleString("en-US")} out tokens`);
+    if (!turn[0].previous && turn[0].item.dataset.kind !== "user" && hasOlder) facts.push("(its start is not loaded)");
+    const text = document.createElement("div");
+    text.className = "timing-facts";
+    text.textContent = "This turn: " + facts.join(" · ");
+    strip.append(bar, text);
+    return strip;
+  }
+
+  function renderTimings() {
+    for (const old of items.querySelectorAll(".turn-timing")) old.remove();
+    const list = [...items.children].filter((el) => el.classList.contains("msg"));
+    const turns = [];
+    list.forEach((item, index) => {
+      if (item.dataset.kind === "user" || !turns.length) turns.push([]);
+      turns[turns.length - 1].push({ item, previous: list[index - 1] });
+    });
+    for (const turn of turns) {
+      const strip = timingStrip(turn);
+      if (!strip) continue;
+      const last = turn[turn.length - 1].item;
+      last.insertBefore(strip, last.querySelector(":scope > .msg-actions"));
+    }
+  }
+
+  renderTimings(); // before landing anywhere: the strips take room
 
   const hitId = timeline.dataset.hit;
   const hit = hitId ? items.querySelector(".msg.hit") : null;
