@@ -543,7 +543,8 @@
       const segment = document.createElement("span");
       segment.className = `seg ${kind}`;
       segment.title = title;
-      segment.style.width = total ? `${(100 * ms) / total}%` : "0";
+      // All under a millisecond (a scripted model): equal shares, so the order still shows.
+      segment.style.width = `${total ? (100 * ms) / total : 100 / segments.length}%`;
       bar.append(segment);
     }
     const facts = [`model ${duration(model)} (${count(calls, "call")}${failed ? `, ${failed} failed` : ""})`];
