@@ -39,9 +39,13 @@ def test_the_outline_lists_turns_and_jumps_to_failures_and_the_start(sqlite_stor
     served = serve(sqlite_store, model=ScriptedModel([]))
     page.goto(f"{served.url}/c/{conv.id}")
     expect(page.locator("#items .msg").last).to_contain_text(f"Answer {TURNS}")
+    page.mouse.wheel(0, -2_500)  # reading back through the log, far from the header
+    page.wait_for_timeout(300)
+    expect(page.locator("#toolbar")).to_be_in_viewport()  # outline, filters and jumps stay at hand
 
     page.click("#outline summary")
     panel = page.locator("#outline .outline-body")
+    expect(panel).to_be_in_viewport()
     expect(panel).to_contain_text(f"{len(log)} messages · {TURNS} turns")
     expect(panel.locator(".outline-turns li")).to_have_count(TURNS)
     expect(panel.locator(".outline-turns li").nth(16)).to_contain_text("Question number 17 about the archive")
@@ -57,7 +61,7 @@ def test_the_outline_lists_turns_and_jumps_to_failures_and_the_start(sqlite_stor
     expect(target).to_be_in_viewport()
     expect(target).to_contain_text("busy 17")
 
-    page.click("nav.conv-actions .jump-start")
+    page.click("#toolbar .jump-start")
     expect(page.locator(".older .start")).to_have_text("Start of the conversation")
     expect(page.locator(f"#m-{log[0].id}")).to_be_in_viewport()
     page.mouse.wheel(0, 40_000)  # the part after the first one loads on the way down
@@ -72,6 +76,7 @@ def test_filters_by_role_tool_and_error(sqlite_store, serve, page) -> None:
     visible = page.locator("#items > .msg:visible")
     expect(visible).to_have_count(5)  # question, calls with results, answer, question, failure
 
+    page.click("#filter-menu summary")
     page.uncheck("#filters input[value=user]")
     expect(visible).to_have_count(3)
     expect(page.locator("#items > .msg.role-user:visible")).to_have_count(0)
@@ -106,6 +111,7 @@ def test_the_dense_view_fits_more_and_is_remembered(sqlite_store, serve, page) -
         )
 
     roomy = height()
+    page.click("#filter-menu summary")
     page.check("#filters input[name=dense]")
     expect(page.locator("body")).to_have_class(re.compile(r"\bdense\b"))
     assert height() < roomy * 0.8

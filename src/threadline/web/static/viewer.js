@@ -478,7 +478,7 @@
   }
 
   if (filters) {
-    filters.hidden = false;
+    document.getElementById("filter-menu").hidden = false; // filtering is the script's: without it, no menu
     filters.addEventListener("change", (event) => {
       if (event.target.name === "dense") {
         document.body.classList.toggle("dense", event.target.checked);
@@ -573,6 +573,15 @@
       last.insertBefore(strip, last.querySelector(":scope > .msg-actions"));
     }
   }
+
+  // The toolbar's menus close when the reader clicks elsewhere or presses Escape.
+  const menus = [...document.querySelectorAll("#toolbar details.dropdown")];
+  document.addEventListener("click", (event) => {
+    for (const menu of menus) if (menu.open && !menu.contains(event.target)) menu.open = false;
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") for (const menu of menus) menu.open = false;
+  });
 
   renderTimings(); // before landing anywhere: the strips take room
 
