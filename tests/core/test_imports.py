@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 HEAVY = ["httpx", "httpx_sse", "llama_cpp", "psycopg", "psycopg_pool", "click", "rich", "starlette", "uvicorn",
-         "jinja2", "pydantic", "pydantic_core", "openai", "anthropic", "mcp", "mcp_types", "jsonschema"]  # fmt: skip
+         "jinja2", "markdown_it", "pygments", "pydantic", "pydantic_core", "openai", "anthropic", "mcp", "mcp_types",
+         "jsonschema"]  # fmt: skip
 
 
 def loaded_after(code: str) -> set[str]:
@@ -77,7 +78,7 @@ Toolset.from_mcp(command=[sys.executable, "-m", "mcp_server_time"])
 # touches PostgreSQL, the web or llama.cpp does not pay for them).
 EXTRA_ENTRY_POINTS = {
     "threadline.cli": {"click"},  # cli
-    "threadline.web": {"starlette", "jinja2"},  # web
+    "threadline.web": {"starlette", "jinja2", "markdown_it", "pygments"},  # web
     "threadline.models.local": set(),  # local: llama.cpp loads with the model, not with the module
     "threadline.store.postgres": set(),  # postgres: psycopg loads when a store connects
     "threadline.mcp_toolset": set(),  # mcp: the SDK loads when a toolset connects

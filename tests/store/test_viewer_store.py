@@ -182,6 +182,54 @@ def test_search_pages_newest_first(any_store: Store) -> None:
     assert first + rest == made[::-1]
 
 
+def test_search_counts_matching_messages_and_lists_them_in_one_conversation(any_store: Store) -> None:
+    conv = any_store.create_conversation("zoo visit")
+    log = [
+        UserMessage(content="Is there a zebra?"),
+        AssistantMessage(content="Yes, one zebra and two lions.", model="m"),
+        UserMessage(content="And giraffes?"),
+        AssistantMessage(content="No giraffes.", model="m"),
+        UserMessage(content="Zebras again, please"),
+    ]
+    any_store.append(conv.id, log)
+    other = any_store.create_conversation("zebra in the title only")
+    any_store.append(other.id, [UserMessage(content="nothing to see")])
+
+    found = {s.info.id: s for s in any_store.search_conversations("zebra")}
+    assert found[conv.id].matches == 3 and found[conv.id].match_id == log[4].id
+    assert found[other.id].matches == 0 and found[other.id].match_id is None
+
+    hits = any_store.search_messages(conv.id, "zebra")
+    assert [message_id for _, message_id in hits] == [log[0].id, log[1].id, log[4].id]  # log order
+    assert [seq for seq, _ in hits] == [any_store.message_seq(conv.id, m.id) for m in (log[0], log[1], log[4])]
+    assert [message_id for _, message_id in any_store.search_messages(conv.id, "zebra", limit=2)] == [
+        log[0].id,
+        log[1].id,
+    ]
+    assert any_store.search_messages(conv.id, "zebra lions") == [hits[1]]
+    assert any_store.search_messages(conv.id, "  !!! ") == []
+    assert any_store.search_messages(other.id, "zebra") == []  # the title is not a message
+    with pytest.raises(StoreError):
+        any_store.search_messages("no-such-conversation", "zebra")
+
+    any_store.append(conv.id, [AssistantMessage(content="A zebra crossing.", model="m")])  # kept in step
+    assert len(any_store.search_messages(conv.id, "zebra")) == 4
+
+
+def test_message_position_counts_from_the_start_of_the_log(any_store: Store) -> None:
+    conv = any_store.create_conversation()
+    messages = numbered(30)
+    any_store.append(conv.id, messages[:12])
+    any_store.append(conv.id, messages[5:20])  # repeats skipped: the log holds each message once
+    any_store.append(conv.id, messages[20:])
+    assert [any_store.message_position(conv.id, m.id) for m in (messages[0], messages[11], messages[12])] == [1, 12, 13]
+    assert any_store.message_position(conv.id, messages[29].id) == 30
+    with pytest.raises(StoreError):
+        any_store.message_position(conv.id, "no-such-message")
+    with pytest.raises(StoreError):
+        any_store.message_position("no-such-conversation", messages[0].id)
+
+
 # -- forks -----------------------------------------------------------------------------------------------------
 def test_fork_copies_the_log_up_to_a_message_and_leaves_the_original(any_store: Store) -> None:
     origin = any_store.create_conversation("Original")

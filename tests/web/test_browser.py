@@ -49,7 +49,7 @@ def test_list_search_and_open_a_conversation(sqlite_store, serve, page) -> None:
     expect(rows).to_have_count(1)
     expect(rows.first.locator(".snippet mark")).to_have_text("Sunny")
     rows.first.locator("a").click()
-    expect(page).to_have_url(f"{served.url}/c/{weather.id}?at={weather.messages[4].id}")
+    expect(page).to_have_url(f"{served.url}/c/{weather.id}?at={weather.messages[4].id}&q=sunny")
     expect(page.locator("h1")).to_have_text("Weather in Paris and Rome?")
 
 

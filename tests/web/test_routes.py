@@ -227,9 +227,9 @@ def test_dates_before_the_year_1000_show_four_digit_years(sqlite_store, serve) -
     info = ConversationInfo(id="ancient", title="An old letter", created_at=ancient, updated_at=ancient)
     sqlite_store.import_conversations([ImportItem(info, [UserMessage(content="Greetings", created_at=ancient)])])
     served = serve(sqlite_store, model=ScriptedModel([]))
-    shown = '<time datetime="0005-03-09T14:30:00Z">0005-03-09 14:30 UTC</time>'
+    shown = re.compile(r'<time [^>]*datetime="0005-03-09T14:30:00Z"[^>]*>0005-03-09 14:30 UTC</time>')
     with client(served) as http:
-        assert shown in http.get("/").text  # the list's last activity
+        assert len(shown.findall(http.get("/").text)) == 1  # the list's last activity
         timeline = http.get("/c/ancient").text
-        assert timeline.count(shown) == 2  # the conversation's update and its message
-        assert shown in http.get("/c/ancient/export.html").text
+        assert len(shown.findall(timeline)) == 2  # the conversation's update and its message
+        assert len(shown.findall(http.get("/c/ancient/export.html").text)) == 1

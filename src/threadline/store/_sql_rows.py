@@ -70,7 +70,12 @@ def page_from_row(row: Sequence[Any], to_time: ToTime) -> PageInfo:
 
 
 def summary_from_row(
-    row: Sequence[Any], to_time: ToTime, *, match_id: str | None = None, snippet: str | None = None
+    row: Sequence[Any],
+    to_time: ToTime,
+    *,
+    match_id: str | None = None,
+    snippet: str | None = None,
+    matches: int = 0,
 ) -> ConversationSummary:
     """A list entry from a row of `SUMMARY_COLUMNS` (extra columns after them are ignored)."""
     width = len(CONVERSATION_COLUMNS)
@@ -81,6 +86,7 @@ def summary_from_row(
         forked_from=row[width + 2],
         match_id=match_id,
         snippet=snippet,
+        matches=matches,
     )
 
 
@@ -94,7 +100,8 @@ def search_summaries(
     """The entries of a search: one per row of `SUMMARY_COLUMNS`, in order.
 
     Args:
-        rows: The conversations found (by a message or by their title).
+        rows: The conversations found (by a message or by their title): rows of `SUMMARY_COLUMNS` followed by the
+            number of matching messages.
         hits: The latest matching message of each conversation found by a message, as ``(id, stored bytes)``,
             keyed as ``key_of`` keys a row.
         key_of: The key of a row in ``hits``.
@@ -102,13 +109,15 @@ def search_summaries(
         to_time: As in `conversation_from_row`.
     """
     out = []
+    count_at = len(SUMMARY_COLUMNS)
     for row in rows:
         hit = hits.get(key_of(row))
         if hit is None:
             out.append(summary_from_row(row, to_time))
         else:
             text = search_text(decode_message(hit[1]))
-            out.append(summary_from_row(row, to_time, match_id=hit[0], snippet=snippet(text, words)))
+            found = snippet(text, words)
+            out.append(summary_from_row(row, to_time, match_id=hit[0], snippet=found, matches=int(row[count_at])))
     return out
 
 

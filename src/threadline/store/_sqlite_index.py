@@ -21,7 +21,17 @@ from ._sql_rows import SUMMARY_COLUMNS, search_summaries
 from ._sqlite_db import SQLiteDatabase
 from .base import ConversationSummary
 
-__all__ = ["SEQ_BITS", "SEQ_MASK", "catch_up", "copy_index", "index_from", "key_range", "search", "search_rows"]
+__all__ = [
+    "SEQ_BITS",
+    "SEQ_MASK",
+    "catch_up",
+    "copy_index",
+    "index_from",
+    "key_range",
+    "search",
+    "search_in",
+    "search_rows",
+]
 
 SEQ_BITS = 32  # message_search rowid = conversation key << 32 | seq
 SEQ_MASK = (1 << SEQ_BITS) - 1
@@ -89,9 +99,9 @@ def search(db: SQLiteDatabase, query: str, limit: int, offset: int) -> list[Conv
     catch_up(db)
     with db.snapshot() as conn:
         rows: Sequence[Sequence[object]] = conn.execute(
-            "WITH hits AS (SELECT rowid >> 32 AS conversation, max(rowid & ?) AS seq FROM message_search "
-            "WHERE message_search MATCH ? GROUP BY rowid >> 32) "
-            f"SELECT {_SUMMARY_COLUMNS}, hits.seq, c.key FROM conversations AS c "
+            "WITH hits AS (SELECT rowid >> 32 AS conversation, max(rowid & ?) AS seq, count(*) AS n "
+            "FROM message_search WHERE message_search MATCH ? GROUP BY rowid >> 32) "
+            f"SELECT {_SUMMARY_COLUMNS}, coalesce(hits.n, 0), hits.seq, c.key FROM conversations AS c "
             f"LEFT JOIN hits ON hits.conversation = c.key WHERE hits.seq IS NOT NULL OR ({title_match}) "
             "ORDER BY c.updated_at DESC, c.id DESC LIMIT ? OFFSET ?",
             (SEQ_MASK, sqlite_query(words), *words, limit, offset),
@@ -105,3 +115,31 @@ def search(db: SQLiteDatabase, query: str, limit: int, offset: int) -> list[Conv
                 if found is not None:
                     matched[row[-1]] = (found[0], found[1])
     return search_summaries(rows, matched, lambda row: row[-1], words, parse_ts)
+
+
+def search_in(db: SQLiteDatabase, conversation_id: str, query: str, limit: int) -> list[tuple[int, str]]:
+    """`Store.search_messages` on SQLite: one conversation's rowid range of the index, in log order."""
+    words = query_words(query)
+    catch_up(db)
+    with db.conversation_snapshot(conversation_id) as (conn, key):
+        if not words:
+            return []
+        low, high = key_range(key)
+        seqs = [
+            row[0]
+            for row in conn.execute(
+                "SELECT rowid & ? FROM message_search WHERE message_search MATCH ? AND rowid BETWEEN ? AND ? "
+                "ORDER BY rowid LIMIT ?",
+                (SEQ_MASK, sqlite_query(words), low, high, limit),
+            )
+        ]
+        ids: dict[int, str] = {}
+        for start in range(0, len(seqs), 500):  # SQLite caps the number of parameters of one statement
+            chunk = seqs[start : start + 500]
+            ids.update(
+                conn.execute(
+                    f"SELECT seq, id FROM messages WHERE conversation = ? AND seq IN ({', '.join('?' * len(chunk))})",
+                    (key, *chunk),
+                ).fetchall()
+            )
+    return [(seq, ids[seq]) for seq in seqs if seq in ids]

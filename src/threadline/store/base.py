@@ -35,6 +35,7 @@ import msgspec
 
 from .._cache_keys import conversation_cache_prefix
 from ..messages import Message, MessageList, ToolMessage
+from ._search import query_words, search_text, words_match
 
 if TYPE_CHECKING:
     from .leases import Lease
@@ -88,6 +89,7 @@ class ConversationSummary:
         forked_from: The conversation it was forked from, if it is a fork.
         match_id: For a search by message text: the newest message that matched.
         snippet: For a search by message text: a short excerpt of that message around the first match.
+        matches: For a search by message text: how many of its messages matched.
     """
 
     info: ConversationInfo
@@ -96,6 +98,7 @@ class ConversationSummary:
     forked_from: str | None = None
     match_id: str | None = None
     snippet: str | None = None
+    matches: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +240,24 @@ class Store(ABC):
             StoreError: if the conversation has no message with that id.
         """
 
+    def message_position(self, conversation_id: str, message_id: str) -> int:
+        """Where a message stands in its log: 1 for the first message, ``n`` for the ``n``-th.
+
+        This default counts page by page; the SQL backends count on their index.
+
+        Raises:
+            StoreError: if the conversation has no message with that id.
+        """
+        seq = self.message_seq(conversation_id, message_id)
+        position = 0
+        after = -1
+        while True:
+            page = self.read_after(conversation_id, after, 1_000)
+            position += sum(1 for s in page.seqs if s <= seq)
+            if not page.seqs or page.seqs[-1] >= seq:
+                return position
+            after = page.seqs[-1]
+
     @abstractmethod
     def list_summaries(self, limit: int = 50, offset: int = 0) -> list[ConversationSummary]:
         """Conversations, most recently active first, with the figures a list shows (model, failures, fork)."""
@@ -247,6 +268,31 @@ class Store(ABC):
         prefixes, case-insensitively), most recently active first. A match in a message sets ``match_id`` and
         ``snippet``. A query with no words matches nothing.
         """
+
+    def search_messages(self, conversation_id: str, query: str, limit: int = 10_000) -> list[tuple[int, str]]:
+        """The messages of one conversation that hold every word of ``query`` (as `search_conversations` matches
+        them), in log order, as ``(sequence number, message id)`` pairs; at most ``limit`` of them, the oldest first.
+
+        This default reads the log page by page; the backends answer from their full-text index.
+
+        Raises:
+            StoreError: if there is no conversation with that id.
+        """
+        words = query_words(query)
+        if not words:
+            self.get_conversation(conversation_id)
+            return []
+        found: list[tuple[int, str]] = []
+        after = -1
+        while len(found) < limit:
+            page = self.read_after(conversation_id, after, 500)
+            if not page.messages:
+                break
+            for seq, message in zip(page.seqs, page.messages, strict=True):
+                if words_match(words, search_text(message)):
+                    found.append((seq, message.id))
+            after = page.seqs[-1]
+        return found[:limit]
 
     @abstractmethod
     def fork_conversation(

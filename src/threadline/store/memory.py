@@ -86,9 +86,15 @@ class _Conversation:
         self.failures += failures
         return True
 
-    def summary(self, match_id: str | None = None, snippet: str | None = None) -> ConversationSummary:
+    def summary(self, match_id: str | None = None, snippet: str | None = None, matches: int = 0) -> ConversationSummary:
         return ConversationSummary(
-            self.info(), self.model, self.failures, self.forked_from, match_id=match_id, snippet=snippet
+            self.info(),
+            self.model,
+            self.failures,
+            self.forked_from,
+            match_id=match_id,
+            snippet=snippet,
+            matches=matches,
         )
 
     def info(self) -> ConversationInfo:
@@ -251,20 +257,27 @@ class MemoryStore(Store):
         found: list[ConversationSummary] = []
         with self._lock:
             for conversation in self._ordered():
-                hit = next(
-                    (
-                        seq
-                        for seq in range(len(conversation.texts) - 1, -1, -1)
-                        if words_match(words, conversation.texts[seq])
-                    ),
-                    None,
-                )
-                if hit is not None:
+                hits = [seq for seq, text in enumerate(conversation.texts) if words_match(words, text)]
+                if hits:
+                    hit = hits[-1]
                     message_id = decode_message(conversation.rows[hit]).id
-                    found.append(conversation.summary(message_id, snippet(conversation.texts[hit], words)))
+                    found.append(conversation.summary(message_id, snippet(conversation.texts[hit], words), len(hits)))
                 elif all(word in (conversation.title or "").lower() for word in words):
                     found.append(conversation.summary())
         return found[offset : offset + limit]
+
+    def search_messages(self, conversation_id: str, query: str, limit: int = 10_000) -> list[tuple[int, str]]:
+        check_slice(0, limit)
+        words = query_words(query)
+        with self._lock:
+            conversation = self._get(conversation_id)
+            if not words:
+                return []
+            seqs = [seq for seq, text in enumerate(conversation.texts) if words_match(words, text)][:limit]
+            return [(seq, decode_message(conversation.rows[seq]).id) for seq in seqs]
+
+    def message_position(self, conversation_id: str, message_id: str) -> int:
+        return self.message_seq(conversation_id, message_id) + 1  # seq is the index in the log here
 
     def fork_conversation(
         self, conversation_id: str, at: str, *, title: str | None = None, id: str | None = None

@@ -329,9 +329,9 @@ class PostgresStore(PostgresSideTables, Store):
         p = self._db.prefix
         with self._db.tx() as cursor:
             cursor.execute(
-                f"WITH hits AS (SELECT conversation_id, max(seq) AS seq FROM {p}messages "
+                f"WITH hits AS (SELECT conversation_id, max(seq) AS seq, count(*) AS n FROM {p}messages "
                 "WHERE search @@ to_tsquery('simple', %s) GROUP BY conversation_id) "
-                f"SELECT {_SUMMARY_COLUMNS}, hits.seq FROM {p}conversations AS c "
+                f"SELECT {_SUMMARY_COLUMNS}, coalesce(hits.n, 0), hits.seq FROM {p}conversations AS c "
                 "LEFT JOIN hits ON hits.conversation_id = c.id "
                 "WHERE hits.seq IS NOT NULL OR coalesce(c.title, '') ILIKE ALL(%s) "
                 "ORDER BY c.updated_at DESC, c.id DESC LIMIT %s OFFSET %s",
@@ -350,6 +350,31 @@ class PostgresStore(PostgresSideTables, Store):
                 )
                 matched = {r[0]: (r[1], bytes(r[2])) for r in cursor.fetchall()}
         return search_summaries(rows, matched, lambda row: row[0], words, utc)
+
+    def search_messages(self, conversation_id: str, query: str, limit: int = 10_000) -> list[tuple[int, str]]:
+        check_slice(0, limit)
+        words = query_words(query)
+        with self._db.tx() as cursor:
+            self._check_conversation(cursor, conversation_id)
+            if not words:
+                return []
+            cursor.execute(
+                f"SELECT seq, id FROM {self._db.prefix}messages WHERE conversation_id = %s "
+                "AND search @@ to_tsquery('simple', %s) ORDER BY seq LIMIT %s",
+                (conversation_id, postgres_query(words), limit),
+            )
+            return [(int(seq), str(message_id)) for seq, message_id in cursor.fetchall()]
+
+    def message_position(self, conversation_id: str, message_id: str) -> int:
+        p = self._db.prefix
+        row = self._db.one(
+            f"SELECT count(*) FROM {p}messages WHERE conversation_id = %s AND seq <= "
+            f"(SELECT seq FROM {p}messages WHERE conversation_id = %s AND id = %s)",
+            (conversation_id, conversation_id, message_id),
+        )
+        if row is None or not row[0]:
+            raise missing_message(conversation_id, message_id)
+        return int(row[0])
 
     def fork_conversation(
         self, conversation_id: str, at: str, *, title: str | None = None, id: str | None = None

@@ -64,7 +64,7 @@ from ._sql_rows import (
     tail_page,
 )
 from ._sqlite_db import SYNCHRONOUS, SQLiteDatabase
-from ._sqlite_index import SEQ_MASK, copy_index, key_range, search, search_rows
+from ._sqlite_index import SEQ_MASK, copy_index, key_range, search, search_in, search_rows
 from ._sqlite_side_tables import SQLiteSideTables, delete_side_rows, share_pages
 from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, Store
 from .leases import Lease, appended_behind, remove_lease_file, try_file_lease
@@ -285,6 +285,17 @@ class SQLiteStore(SQLiteSideTables, Store):
             raise missing_message(conversation_id, message_id)
         return int(row[0])
 
+    def message_position(self, conversation_id: str, message_id: str) -> int:
+        with self._db.conversation_snapshot(conversation_id) as (conn, key):
+            row = conn.execute(
+                "SELECT count(*) FROM messages WHERE conversation = ? AND seq <= "
+                "(SELECT seq FROM messages WHERE conversation = ? AND id = ?) ",
+                (key, key, message_id),
+            ).fetchone()
+        if not row[0]:
+            raise missing_message(conversation_id, message_id)
+        return int(row[0])
+
     def list_summaries(self, limit: int = 50, offset: int = 0) -> list[ConversationSummary]:
         check_slice(offset, limit)
         rows = self._db.all(
@@ -296,6 +307,10 @@ class SQLiteStore(SQLiteSideTables, Store):
     def search_conversations(self, query: str, limit: int = 50, offset: int = 0) -> list[ConversationSummary]:
         check_slice(offset, limit)
         return search(self._db, query, limit, offset)
+
+    def search_messages(self, conversation_id: str, query: str, limit: int = 10_000) -> list[tuple[int, str]]:
+        check_slice(0, limit)
+        return search_in(self._db, conversation_id, query, limit)
 
     def fork_conversation(
         self, conversation_id: str, at: str, *, title: str | None = None, id: str | None = None

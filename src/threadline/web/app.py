@@ -5,13 +5,16 @@ Routes (DESIGN §8):
 - ``GET /`` the conversations, newest first, paged (``?offset=``); ``?q=`` searches titles and message text.
 - ``POST /c`` starts a new conversation (form fields ``text``, ``model``).
 - ``GET /c/<id>`` the timeline: the newest part (``?before=SEQ`` an older part; ``?at=MSG`` the part around a
-  message); ``GET /c/<id>/messages?before=SEQ|after=SEQ`` the next part as JSON (``html``, sequence numbers), for the
-  page's script.
+  message; ``?start=1`` the first part; ``?q=`` finds words in it, see `threadline.web.find`);
+  ``GET /c/<id>/messages?before=SEQ|after=SEQ`` the next part as JSON (``html``, sequence numbers), for the
+  page's script; ``GET /c/<id>/outline`` its turns and failures (see `threadline.web.outline`).
 - ``GET /c/<id>/events?after=SEQ`` live updates (server-sent events, see `threadline.web.live`).
-- ``POST /c/<id>/messages`` runs a turn (form fields ``text``, ``model``); ``POST /c/<id>/fork`` (form field ``at``)
-  forks from a message.
+- ``POST /c/<id>/messages`` runs a turn (form fields ``text``, ``model``).
+- ``POST /c/<id>/fork`` forks from a message, ``POST /c/<id>/title`` renames, ``GET /c/<id>/compare`` shows a fork
+  beside its origin (see `threadline.web.branches`).
 - ``GET /c/<id>/context?mode=`` the next request and the context report.
 - ``GET /c/<id>/export.json`` and ``/c/<id>/export.html`` the exports; ``GET /p/<page_id>`` a generated page.
+- ``GET /c/<id>/full/<message id>`` and ``/c/<id>/artifacts/<name>`` whole texts (see `threadline.web.reading`).
 
 Every store call runs in a worker thread, so a slow disk or database never stalls the event loop that streams the
 other pages' events.
@@ -19,15 +22,14 @@ other pages' events.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from http import HTTPStatus
 from importlib import resources
 from typing import Any
 
-from anyio import to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -40,58 +42,23 @@ from ..errors import StoreError
 from ..messages import MODES, AssistantMessage, Message, ToolMessage, content_for_model
 from ..models import DEFAULT_MODELS, Model, default_model_name
 from ..store import MessagePage, Store, open_store, whole_tool_groups
-from .live import TurnEvents, event_stream
-from .render import environment, markup, page_document, pager_query, render_items, render_tool_part, stylesheet
+from .branches import ForkPoint, compare, fork, fork_point, rename
+from .find import Finding, find
+from .live import event_stream
+from .markdown import highlight_css
+from .outline import outline_page
+from .reading import artifact_text, full_text
+from .render import markup, page_document, pager_query, render_items, safe_name, stylesheet
 from .security import Guard
+from .state import Viewer, in_thread, int_param
 from .timeline import Item, build_items, fork_links
-from .turns import TurnBusy, TurnRunner
+from .turns import TurnBusy
 
 __all__ = ["create_app"]
 
 PAGE_SIZE = 40
 LIST_SIZE = 50
 MAX_TEXT = 100_000
-
-
-class _Viewer:
-    """The state behind the routes: the store, the templates, the turn runner and live events."""
-
-    def __init__(self, store: Store, models: dict[str, str | Model], tools: Sequence[Any]) -> None:
-        self.store = store
-        self.models = models
-        self.tools = list(tools)
-        self.env = environment(__version__)
-        self.events = TurnEvents()
-        self.turns = TurnRunner(store, self.tools, self.events)
-        self.closing = asyncio.Event()
-
-    # -- rendering ----------------------------------------------------------------------------------------------
-    def page(self, template: str, code: int = 200, **context: Any) -> HTMLResponse:
-        context.setdefault("with_script", False)
-        context.setdefault("static", False)
-        html = self.env.get_template(template).render(store_url=self.store.url, models=list(self.models), **context)
-        return HTMLResponse(html, status_code=code, headers={"cache-control": "no-store"})
-
-    def error(self, status: int, heading: str, detail: str) -> HTMLResponse:
-        return self.page("error.html", status, status=status, heading=heading, detail=detail)
-
-    def message_events(self, cid: str, page: MessagePage) -> list[dict[str, Any]]:
-        """The ``message`` event payloads of newly appended messages."""
-        items = build_items(page.messages, page.seqs)
-        payloads: list[dict[str, Any]] = []
-        for item in items:
-            payload: dict[str, Any] = {"seq": item.seq, "id": item.id, "role": item.kind}
-            payload["html"] = render_items(self.env, [item], cid)
-            if item.standalone is not None:
-                tool = item.standalone
-                payload["call_id"] = tool.call_id
-                for part in ("body", "status", "page"):
-                    payload[part] = render_tool_part(self.env, part, tool, cid)
-                payload["state"] = tool.state
-            payloads.append(payload)
-        if payloads and page.last_seq is not None:
-            payloads[-1]["seq"] = page.last_seq  # results folded into their call's item count as read too
-        return payloads
 
 
 def _forks_of(store: Store, cid: str) -> tuple[dict[str, Any], list[Any]]:
@@ -141,7 +108,7 @@ def create_app(
         models = _configured_models()
     else:
         models = {model if isinstance(model, str) else model.name: model}
-    viewer = _Viewer(opened, models, list(tools))
+    viewer = Viewer(opened, models, list(tools))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -161,10 +128,16 @@ def create_app(
         Route("/c/{cid}/messages", _handler(viewer, continue_conversation), methods=["POST"]),
         Route("/c/{cid}/events", _handler(viewer, events)),
         Route("/c/{cid}/fork", _handler(viewer, fork), methods=["POST"]),
+        Route("/c/{cid}/title", _handler(viewer, rename), methods=["POST"]),
+        Route("/c/{cid}/compare", _handler(viewer, compare)),
+        Route("/c/{cid}/outline", _handler(viewer, outline_page)),
         Route("/c/{cid}/context", _handler(viewer, context_page)),
         Route("/c/{cid}/export.json", _handler(viewer, export_json)),
         Route("/c/{cid}/export.html", _handler(viewer, export_html)),
+        Route("/c/{cid}/full/{mid}", _handler(viewer, full_text)),
+        Route("/c/{cid}/artifacts/{name}", _handler(viewer, artifact_text)),
         Route("/p/{page_id}", _handler(viewer, generated_page)),
+        Route("/highlight.css", highlight_stylesheet),
         Mount(
             "/static", StaticFiles(directory=str(resources.files("threadline.web").joinpath("static"))), name="static"
         ),
@@ -174,7 +147,11 @@ def create_app(
         status = exc.status_code if isinstance(exc, HTTPException) else 404
         if status == 405:
             return viewer.error(405, "Not allowed", f"{request.method} is not allowed here.")
-        return viewer.error(status, "Not found", f"Nothing at {request.url.path}.")
+        # A handler's own words say what was wrong; Starlette's ("Not Found") only that no route matched.
+        detail = exc.detail if isinstance(exc, HTTPException) and exc.detail != HTTPStatus(status).phrase else None
+        if status == 400:
+            return viewer.error(400, "Bad request", detail or "The request was not understood.")
+        return viewer.error(status, "Not found", detail or f"Nothing at {request.url.path}.")
 
     async def server_error(request: Request, exc: Exception) -> Response:
         return viewer.error(500, "Something went wrong", f"The viewer failed: {type(exc).__name__}.")
@@ -188,10 +165,10 @@ def create_app(
     return Guard(app, token=token, allowed_hosts=allowed_hosts)
 
 
-Handler = Callable[[_Viewer, Request], Any]
+Handler = Callable[[Viewer, Request], Any]
 
 
-def _handler(viewer: _Viewer, fn: Handler) -> Callable[[Request], Any]:
+def _handler(viewer: Viewer, fn: Handler) -> Callable[[Request], Any]:
     """A route endpoint: store errors that name something missing become 404 pages; others a one-line 503."""
 
     async def endpoint(request: Request) -> Response:
@@ -199,7 +176,7 @@ def _handler(viewer: _Viewer, fn: Handler) -> Callable[[Request], Any]:
             response: Response = await fn(viewer, request)
         except StoreError as exc:
             text = str(exc)
-            if text.startswith(("no conversation", "no message", "no page")):
+            if text.startswith(("no conversation", "no message", "no page", "no artifact")):
                 return viewer.error(404, "Not found", text)
             return viewer.error(503, "The store failed", text)
         return response
@@ -208,32 +185,15 @@ def _handler(viewer: _Viewer, fn: Handler) -> Callable[[Request], Any]:
     return endpoint
 
 
-async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    return await to_thread.run_sync(fn, *args)
-
-
-def _int_param(request: Request, name: str) -> int | None:
-    value = request.query_params.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        raise HTTPException(400, f"{name} must be an integer") from None
-    if number < -1:
-        raise HTTPException(400, f"{name} must not be negative")
-    return number
-
-
 # -- the list ----------------------------------------------------------------------------------------------------
-async def list_page(viewer: _Viewer, request: Request) -> Response:
+async def list_page(viewer: Viewer, request: Request) -> Response:
     query = request.query_params.get("q", "").strip()[:500]
-    offset = _int_param(request, "offset") or 0
+    offset = int_param(request, "offset") or 0
     store = viewer.store
     if query:
-        rows = await _in_thread(store.search_conversations, query, LIST_SIZE + 1, offset)
+        rows = await in_thread(store.search_conversations, query, LIST_SIZE + 1, offset)
     else:
-        rows = await _in_thread(store.list_summaries, LIST_SIZE + 1, offset)
+        rows = await in_thread(store.list_summaries, LIST_SIZE + 1, offset)
     return viewer.page(
         "list.html",
         rows=rows[:LIST_SIZE],
@@ -247,11 +207,19 @@ async def list_page(viewer: _Viewer, request: Request) -> Response:
 
 
 # -- the timeline ------------------------------------------------------------------------------------------------
-def _read_part(store: Store, cid: str, before: int | None, at: str | None) -> tuple[Any, MessagePage, bool, Any]:
+def _read_part(
+    store: Store, cid: str, before: int | None, at: str | None, query: str, start: bool
+) -> tuple[Any, MessagePage, bool, Any, Finding | None, str | None, ForkPoint | None]:
     """Everything the timeline page needs, read in one worker thread: info, the part, whether it ends at the
-    newest message, the forks."""
+    newest message, the forks, and the matches of ``query`` with the message to open at."""
     info = store.get_conversation(cid)
-    if at is not None:
+    finding = None
+    if query:
+        finding, at = find(store, cid, query, at)
+    if start and at is None:
+        page = store.read_after(cid, -1, PAGE_SIZE)
+        at_end = not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
+    elif at is not None:
         seq = store.message_seq(cid, at)
         # The message and a few before it (for context), then the part after it.
         head = store.read_tail(cid, 5, before=seq)
@@ -262,24 +230,18 @@ def _read_part(store: Store, cid: str, before: int | None, at: str | None) -> tu
         page = store.read_tail(cid, PAGE_SIZE, before=before)
         at_end = before is None or not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
     page = whole_tool_groups(store, cid, page)
-    return info, page, at_end, _forks_of(store, cid)
+    return info, page, at_end, _forks_of(store, cid), finding, at, fork_point(store, info)
 
 
-async def timeline_page(viewer: _Viewer, request: Request) -> Response:
+async def timeline_page(viewer: Viewer, request: Request) -> Response:
     cid = request.path_params["cid"]
-    before = _int_param(request, "before")
+    before = int_param(request, "before")
     at = request.query_params.get("at") or None
-    info, page, at_end, (links, forks) = await _in_thread(_read_part, viewer.store, cid, before, at)
-    origin = None
-    forked_from = info.metadata.get("forked_from")
-    if isinstance(forked_from, dict) and isinstance(forked_from.get("conversation"), str):
-        origin = {
-            "conversation": forked_from["conversation"],
-            "message": str(forked_from.get("message", "")),
-            "title": None,
-        }
-        with contextlib.suppress(StoreError):
-            origin["title"] = (await _in_thread(viewer.store.get_conversation, origin["conversation"])).title
+    query = " ".join(request.query_params.get("q", "").split())[:500]
+    start = bool(request.query_params.get("start"))
+    info, page, at_end, (links, forks), finding, at, point = await in_thread(
+        _read_part, viewer.store, cid, before, at, query, start
+    )
     items = build_items(page.messages, page.seqs, links)
     return viewer.page(
         "conversation.html",
@@ -290,10 +252,14 @@ async def timeline_page(viewer: _Viewer, request: Request) -> Response:
         last_seq=page.last_seq if page.last_seq is not None else -1,
         has_older=page.has_older,
         at_end=at_end,
-        origin=origin,
+        point=point,
         fork_count=len(forks),
         fork_list=forks[:10],
         running=viewer.turns.is_running(cid),
+        hit_id=at,
+        start=start and at is None,
+        finding=finding,
+        query=query,
         with_script=True,
     )
 
@@ -307,13 +273,13 @@ def _read_more(store: Store, cid: str, before: int | None, after: int | None) ->
     return page, False, _forks_of(store, cid)[0]
 
 
-async def messages_part(viewer: _Viewer, request: Request) -> Response:
+async def messages_part(viewer: Viewer, request: Request) -> Response:
     cid = request.path_params["cid"]
-    before = _int_param(request, "before")
-    after = _int_param(request, "after")
+    before = int_param(request, "before")
+    after = int_param(request, "after")
     if (before is None) == (after is None):
         raise HTTPException(400, "give exactly one of before= and after=")
-    page, at_end, links = await _in_thread(_read_more, viewer.store, cid, before, after)
+    page, at_end, links = await in_thread(_read_more, viewer.store, cid, before, after)
     items = build_items(page.messages, page.seqs, links)
     return JSONResponse(
         {
@@ -327,13 +293,13 @@ async def messages_part(viewer: _Viewer, request: Request) -> Response:
     )
 
 
-async def events(viewer: _Viewer, request: Request) -> Response:
+async def events(viewer: Viewer, request: Request) -> Response:
     cid = request.path_params["cid"]
-    after = _int_param(request, "after")
+    after = int_param(request, "after")
     resume = request.headers.get("last-event-id")
     if resume is not None and resume.lstrip("-").isdigit():
         after = int(resume)
-    await _in_thread(viewer.store.get_conversation, cid)  # a 404 now rather than a stream that fails
+    await in_thread(viewer.store.get_conversation, cid)  # a 404 now rather than a stream that fails
     stream = event_stream(
         viewer.store,
         cid,
@@ -354,7 +320,7 @@ def _wants_json(request: Request) -> bool:
     return "application/json" in request.headers.get("accept", "")
 
 
-async def _turn_form(viewer: _Viewer, request: Request) -> tuple[str, str | Model]:
+async def _turn_form(viewer: Viewer, request: Request) -> tuple[str, str | Model]:
     form = await request.form()
     text = str(form.get("text") or "").strip()
     if not text:
@@ -367,19 +333,19 @@ async def _turn_form(viewer: _Viewer, request: Request) -> tuple[str, str | Mode
     return text, viewer.models[name]
 
 
-def _refusal(viewer: _Viewer, request: Request, status: int, detail: str) -> Response:
+def _refusal(viewer: Viewer, request: Request, status: int, detail: str) -> Response:
     if _wants_json(request):
         return JSONResponse({"error": detail}, status_code=status)
     return viewer.error(status, "Not started", detail)
 
 
-async def continue_conversation(viewer: _Viewer, request: Request) -> Response:
+async def continue_conversation(viewer: Viewer, request: Request) -> Response:
     cid = request.path_params["cid"]
     try:
         text, model = await _turn_form(viewer, request)
     except HTTPException as exc:
         return _refusal(viewer, request, exc.status_code, exc.detail)
-    await _in_thread(viewer.store.get_conversation, cid)
+    await in_thread(viewer.store.get_conversation, cid)
     try:
         viewer.turns.start(cid, text, model)
     except TurnBusy:
@@ -391,29 +357,19 @@ async def continue_conversation(viewer: _Viewer, request: Request) -> Response:
     return RedirectResponse(f"/c/{cid}", status_code=303)
 
 
-async def new_conversation(viewer: _Viewer, request: Request) -> Response:
+async def new_conversation(viewer: Viewer, request: Request) -> Response:
     try:
         text, model = await _turn_form(viewer, request)
     except HTTPException as exc:
         return _refusal(viewer, request, exc.status_code, exc.detail)
     title = " ".join(text.split())
-    info = await _in_thread(viewer.store.create_conversation, title if len(title) <= 80 else title[:79] + "…")
+    info = await in_thread(viewer.store.create_conversation, title if len(title) <= 80 else title[:79] + "…")
     viewer.turns.start(info.id, text, model)
     return RedirectResponse(f"/c/{info.id}", status_code=303)
 
 
-async def fork(viewer: _Viewer, request: Request) -> Response:
-    cid = request.path_params["cid"]
-    form = await request.form()
-    at = str(form.get("at") or "")
-    if not at:
-        return viewer.error(400, "Nothing to fork", "Choose the message to fork from.")
-    info = await _in_thread(lambda: viewer.store.fork_conversation(cid, at))
-    return RedirectResponse(f"/c/{info.id}", status_code=303)
-
-
 # -- context, exports, pages -------------------------------------------------------------------------------------
-def _build_context(viewer: _Viewer, cid: str, mode: str | None) -> tuple[Any, Any, int]:
+def _build_context(viewer: Viewer, cid: str, mode: str | None) -> tuple[Any, Any, int]:
     from ..conversation import Conversation, ConversationConfig
 
     info = viewer.store.get_conversation(cid)
@@ -446,12 +402,12 @@ def _request_rows(messages: Sequence[Message], prefix: int) -> list[dict[str, An
     return rows
 
 
-async def context_page(viewer: _Viewer, request: Request) -> Response:
+async def context_page(viewer: Viewer, request: Request) -> Response:
     cid = request.path_params["cid"]
     mode = request.query_params.get("mode") or None
     if mode is not None and mode not in MODES:
         return viewer.error(400, "Unknown mode", f"mode must be one of {', '.join(MODES)}.")
-    info, built, total = await _in_thread(_build_context, viewer, cid, mode)
+    info, built, total = await in_thread(_build_context, viewer, cid, mode)
     return viewer.page(
         "context.html",
         cid=cid,
@@ -466,25 +422,25 @@ async def context_page(viewer: _Viewer, request: Request) -> Response:
     )
 
 
-async def export_json(viewer: _Viewer, request: Request) -> Response:
+async def export_json(viewer: Viewer, request: Request) -> Response:
     cid = request.path_params["cid"]
-    messages = await _in_thread(viewer.store.load, cid)
+    messages = await in_thread(viewer.store.load, cid)
     return Response(
         messages.to_json(),
         media_type="application/json",
-        headers={"content-disposition": f'attachment; filename="{_safe_name(cid)}.json"', "cache-control": "no-store"},
+        headers={"content-disposition": f'attachment; filename="{safe_name(cid)}.json"', "cache-control": "no-store"},
     )
 
 
-def _export_items(viewer: _Viewer, cid: str) -> tuple[Any, list[Item]]:
+def _export_items(viewer: Viewer, cid: str) -> tuple[Any, list[Item]]:
     info = viewer.store.get_conversation(cid)
     messages = list(viewer.store.load(cid))
     return info, build_items(messages, list(range(len(messages))), _forks_of(viewer.store, cid)[0])
 
 
-async def export_html(viewer: _Viewer, request: Request) -> Response:
+async def export_html(viewer: Viewer, request: Request) -> Response:
     cid = request.path_params["cid"]
-    info, items = await _in_thread(_export_items, viewer, cid)
+    info, items = await in_thread(_export_items, viewer, cid)
     forked = info.metadata.get("forked_from")
     html = viewer.env.get_template("export.html").render(
         info=info,
@@ -499,15 +455,22 @@ async def export_html(viewer: _Viewer, request: Request) -> Response:
     return HTMLResponse(
         html,
         headers={
-            "content-disposition": f'attachment; filename="{_safe_name(cid)}.html"',
+            "content-disposition": f'attachment; filename="{safe_name(cid)}.html"',
             "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
             "cache-control": "no-store",
         },
     )
 
 
-async def generated_page(viewer: _Viewer, request: Request) -> Response:
-    page = await _in_thread(viewer.store.get_page, request.path_params["page_id"])
+async def highlight_stylesheet(request: Request) -> Response:
+    """The CSS of highlighted code (made from Pygments' styles, so it always matches the installed version)."""
+    return Response(
+        highlight_css(), media_type="text/css", headers={"cache-control": "public, max-age=86400, immutable"}
+    )
+
+
+async def generated_page(viewer: Viewer, request: Request) -> Response:
+    page = await in_thread(viewer.store.get_page, request.path_params["page_id"])
     return HTMLResponse(
         page_document(page),
         headers={
@@ -516,7 +479,3 @@ async def generated_page(viewer: _Viewer, request: Request) -> Response:
             "cache-control": "no-store",
         },
     )
-
-
-def _safe_name(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:100] or "conversation"

@@ -7,7 +7,8 @@ publish, in process, the text the model is streaming and whether the turn is run
 event also wakes the streams of that conversation at once, so the messages a turn records show up without waiting
 for the next poll.
 
-Events (``data`` is JSON): ``message`` (a new message's sequence number and rendered HTML), ``delta`` (streamed
+Events (``data`` is JSON): ``message`` (a new message's sequence number and rendered HTML; the last of a batch also
+carries the conversation's message ``count`` and ``updated`` time, for the page's header), ``delta`` (streamed
 text), ``turn`` (``running``, ``done``, ``failed``, ``busy``, ``error`` with a one-line ``detail``). Each ``message``
 event carries its sequence number as the SSE ``id``, so a reconnecting browser resumes where it stopped.
 """
@@ -95,7 +96,8 @@ async def event_stream(
                 page = await to_thread.run_sync(store.read_after, conversation_id, last, BATCH)
                 next_poll = clock() + POLL_SECONDS
                 if page.messages:
-                    for payload in render(page):
+                    # Rendering reads the store too (the conversation's new count), so off the event loop.
+                    for payload in await to_thread.run_sync(render, page):
                         yield sse("message", payload, id=payload["seq"])
                     assert page.last_seq is not None
                     last = page.last_seq

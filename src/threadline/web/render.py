@@ -9,17 +9,20 @@ from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from markupsafe import Markup
 
+from .._artifact_names import is_artifact_name
 from ..store import PageInfo
+from .markdown import highlight_css, render_markdown
 from .timeline import Item
 
-__all__ = ["environment", "page_document", "render_items", "stylesheet"]
+__all__ = ["environment", "markup", "page_document", "pager_query", "render_items", "safe_name", "stylesheet"]
 
 _WORD = re.compile(r"[^\W_]+")
+_ARTIFACT_URI = re.compile(r"artifact://([^\s/]+)/([A-Za-z0-9_][A-Za-z0-9_.:~-]*)")
 
 
 def iso(value: datetime) -> str:
@@ -31,6 +34,16 @@ def when(value: datetime) -> str:
     """A timestamp as shown before the script localizes it, with a four-digit year (not strftime: glibc's ``%Y``
     writes the year 5 as ``5``)."""
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="minutes") + " UTC"
+
+
+def epoch_ms(value: datetime) -> str:
+    """Milliseconds since the epoch (what the page's script measures a turn's time with)."""
+    return f"{value.timestamp() * 1000:.0f}"
+
+
+def exact(value: datetime) -> str:
+    """A timestamp to the second, for the tooltip of a shown time (``2025-03-01 14:30:05 UTC``)."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="seconds") + " UTC"
 
 
 def marks(text: str, query: str) -> Iterator[tuple[str, bool]]:
@@ -47,10 +60,27 @@ def marks(text: str, query: str) -> Iterator[tuple[str, bool]]:
         yield text[position:], False
 
 
+def artifact_links(text: str, cid: str) -> Iterator[tuple[str, str | None]]:
+    """``text`` in parts, each with the viewer's link when it is an ``artifact://`` URI of conversation ``cid``
+    (URIs of other conversations, and names ``read_artifact`` would refuse, stay plain text)."""
+    position = 0
+    for match in _ARTIFACT_URI.finditer(text):
+        conversation, name = match.groups()
+        if conversation != cid or not is_artifact_name(name):
+            continue
+        if match.start() > position:
+            yield text[position : match.start()], None
+        yield match.group(), f"/c/{quote(cid, safe='')}/artifacts/{name}"
+        position = match.end()
+    if position < len(text):
+        yield text[position:], None
+
+
 @cache
 def stylesheet() -> str:
-    """The viewer's CSS (inlined in exports)."""
-    return resources.files("threadline.web").joinpath("static/viewer.css").read_text(encoding="utf-8")
+    """The viewer's CSS with the highlighted code's (inlined in exports)."""
+    own = resources.files("threadline.web").joinpath("static/viewer.css").read_text(encoding="utf-8")
+    return own + "\n" + highlight_css()
 
 
 def environment(version: str) -> jinja2.Environment:
@@ -64,8 +94,13 @@ def environment(version: str) -> jinja2.Environment:
     env.globals.update(
         iso=iso,
         when=when,
+        exact=exact,
+        epoch_ms=epoch_ms,
         marks=marks,
+        artifact_links=artifact_links,
+        md=render_markdown,
         asset=lambda name: f"/static/{name}?v={version}",
+        highlight_url=f"/highlight.css?v={version}",
     )
     return env
 
@@ -105,6 +140,11 @@ def page_document(page: PageInfo) -> str:
         f"<title>{escape(page.title)}</title><style>{css}</style></head>"
         f"<body>{page.html}{script}</body></html>"
     )
+
+
+def safe_name(text: str) -> str:
+    """A file name made of ``text``: letters, digits, ``-`` and ``_`` (anything else becomes ``_``)."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:100] or "conversation"
 
 
 def markup(text: str) -> Markup:

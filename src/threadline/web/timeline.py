@@ -32,6 +32,7 @@ __all__ = [
     "ToolView",
     "build_items",
     "format_duration",
+    "message_snippet",
     "page_id_of",
     "tool_view",
 ]
@@ -65,6 +66,8 @@ class ToolView:
         cut: How many characters of the output are not shown.
         result_id: The id of the result message.
         page_id: The id of a page the call generated (``Pages.generate_ui``), shown in a sandboxed frame.
+        duration_ms: How long the tool ran, in milliseconds, if known (for the turn's timing strip).
+        finished_at: When the result was recorded.
     """
 
     call_id: str
@@ -77,6 +80,14 @@ class ToolView:
     cut: int = 0
     result_id: str | None = None
     page_id: str | None = None
+    duration_ms: float | None = None
+    finished_at: datetime | None = None
+
+    def finish(self, result: ToolView) -> None:
+        """Take the result's side of ``result`` (a view of the result alone) into this group."""
+        self.state, self.duration, self.output, self.cut = result.state, result.duration, result.output, result.cut
+        self.result_id, self.page_id = result.result_id, result.page_id
+        self.duration_ms, self.finished_at = result.duration_ms, result.finished_at
 
 
 @dataclass(slots=True)
@@ -128,6 +139,21 @@ class Item:
     def usage(self) -> Usage | None:
         return self.message.usage if isinstance(self.message, AssistantMessage) else None
 
+    @property
+    def ended_at(self) -> datetime:
+        """When the last message this item shows was recorded (its last tool result, or itself)."""
+        times = [view.finished_at for view in self.tools if view.finished_at is not None]
+        return max([self.message.created_at, *times])
+
+    def holds(self, message_id: str | None) -> bool:
+        """Whether this item shows the message (itself, or a tool result folded into one of its groups)."""
+        if message_id is None:
+            return False
+        if message_id == self.message.id:
+            return True
+        groups = [*self.tools, *([self.standalone] if self.standalone is not None else [])]
+        return any(view.result_id == message_id for view in groups)
+
 
 def _cut(text: str | None) -> tuple[str | None, int]:
     if text is None or len(text) <= TEXT_LIMIT:
@@ -174,6 +200,8 @@ def tool_view(call: ToolCall | None, result: ToolMessage | None) -> ToolView:
         view.output, view.cut = _cut(result.content)
         view.result_id = result.id
         view.page_id = page_id_of(result)
+        view.duration_ms = result.duration_ms
+        view.finished_at = result.created_at
     return view
 
 
@@ -223,9 +251,7 @@ def build_items(
         if isinstance(message, ToolMessage):
             group = groups.get(message.tool_call_id)
             if group is not None and group.result_id is None:
-                finished = tool_view(None, message)
-                group.state, group.duration, group.output = finished.state, finished.duration, finished.output
-                group.cut, group.result_id, group.page_id = finished.cut, finished.result_id, finished.page_id
+                group.finish(tool_view(None, message))
                 continue
         item = _item(message, seq)
         if forks:
@@ -236,6 +262,20 @@ def build_items(
             groups = {}
         items.append(item)
     return items
+
+
+def message_snippet(message: Message, limit: int = 120) -> str:
+    """The start of a message on one line, as a reader would name it: its text, else what it called or why it
+    failed."""
+    text = " ".join((getattr(message, "content", None) or "").split())
+    if not text and isinstance(message, AssistantMessage):
+        if message.error is not None:
+            text = f"failed: {message.error.type}"
+        elif message.tool_calls:
+            text = "called " + ", ".join(call.name for call in message.tool_calls)
+    if isinstance(message, ToolMessage):
+        text = f"{message.tool_name} answered: {text}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def fork_links(forks: Iterable[tuple[str, str, str]]) -> dict[str, list[ForkLink]]:

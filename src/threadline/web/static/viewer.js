@@ -8,15 +8,20 @@
 
 (function () {
   const localTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  const exactTime = new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "long" });
+
+  // Shown to the minute in the reader's time zone; to the second (and in UTC) on hover.
+  function localizeTime(el) {
+    const date = new Date(el.getAttribute("datetime"));
+    if (!isNaN(date)) {
+      const utc = el.title || el.textContent;
+      el.title = `${exactTime.format(date)} (${utc})`;
+      el.textContent = localTime.format(date);
+    }
+  }
 
   function localizeTimes(root) {
-    for (const el of root.querySelectorAll("time[datetime]")) {
-      const date = new Date(el.getAttribute("datetime"));
-      if (!isNaN(date)) {
-        el.title = el.textContent;
-        el.textContent = localTime.format(date);
-      }
-    }
+    for (const el of root.querySelectorAll("time[datetime]")) localizeTime(el);
   }
 
   function fragment(html) {
@@ -27,6 +32,72 @@
   }
 
   localizeTimes(document);
+
+  // -- the keyboard: "/" focuses the search, Escape leaves it (j and k are the timeline's, below) -------------------
+  function typing(target) {
+    return target instanceof Element && target.closest("input, textarea, select, [contenteditable]");
+  }
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Escape" && event.target instanceof Element && event.target.matches("input[type=search]")) {
+      event.target.blur();
+      return;
+    }
+    if (event.key !== "/" || typing(event.target)) return;
+    const search = document.querySelector("#find input[name=q], form.search input[name=q]");
+    if (!search) return;
+    event.preventDefault(); // the slash is a key, not text
+    search.focus();
+    search.select();
+  });
+
+  // -- copy buttons: a message's source, a call's arguments, a tool's output (the whole of it when the page cuts it) --
+  async function toClipboard(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return;
+    }
+    // Served over plain HTTP to another host (with a token), the Clipboard API is not available.
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.append(area);
+    area.select();
+    const copied = document.execCommand("copy");
+    area.remove();
+    if (!copied) throw new Error("the browser refused");
+  }
+
+  async function copiedText(button) {
+    if (button.dataset.full) {
+      const response = await fetch(button.dataset.full);
+      if (!response.ok) throw new Error(response.statusText);
+      return response.text();
+    }
+    if (button.dataset.copy === "message") {
+      const message = button.closest(".msg");
+      const source = message.querySelector("pre.raw") || message.querySelector(".text");
+      return source ? source.textContent : "";
+    }
+    const body = button.closest(".tool-body");
+    const part = body && body.querySelector(button.dataset.copy === "arguments" ? "pre.arguments" : "pre.output");
+    return part ? part.textContent : "";
+  }
+
+  document.addEventListener("click", async (event) => {
+    const button = event.target instanceof Element ? event.target.closest("button.copy") : null;
+    if (!button) return;
+    event.preventDefault();
+    try {
+      await toClipboard(await copiedText(button));
+      button.textContent = "Copied";
+    } catch (error) {
+      button.textContent = "Copy failed";
+    }
+    setTimeout(() => { button.textContent = "Copy"; }, 1500);
+  });
 
   const timeline = document.getElementById("timeline");
   if (!timeline) return;
@@ -64,9 +135,15 @@
       });
       if (!response.ok) throw new Error(response.statusText);
       const part = await response.json();
-      const before = document.body.scrollHeight;
+      // Keep what the reader was looking at in place: measure where the first item sits before and after the
+      // older part goes in above it. (Not by the page's height: Chromium anchors the scroll position itself, so
+      // adding the height again would throw the reader down by a whole part.)
+      const anchor = items.firstElementChild;
+      const top = anchor ? anchor.getBoundingClientRect().top : 0;
       items.prepend(fragment(part.html));
-      window.scrollBy(0, document.body.scrollHeight - before); // keep what the reader was looking at in place
+      applyFilters();
+      renderTimings();
+      if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - top);
       firstSeq = part.first_seq === null ? firstSeq : part.first_seq;
       hasOlder = part.has_older;
       if (!hasOlder) olderBox.innerHTML = '<p class="muted start">Start of the conversation</p>';
@@ -98,6 +175,8 @@
     if (!response.ok) return;
     const part = await response.json();
     items.append(fragment(part.html));
+    applyFilters();
+    renderTimings();
     if (part.last_seq !== null) lastSeq = part.last_seq;
     atEnd = part.at_end;
     if (atEnd) {
@@ -106,11 +185,25 @@
     }
   }
   const newerLink = newerBox && newerBox.querySelector(".load-newer");
+  let loadingNewer = false;
+  async function loadNewerOnce() {
+    if (atEnd || loadingNewer) return;
+    loadingNewer = true;
+    try {
+      await loadNewer();
+    } finally {
+      loadingNewer = false;
+    }
+  }
   if (newerLink) {
     newerLink.addEventListener("click", (event) => {
       event.preventDefault();
-      loadNewer();
+      loadNewerOnce();
     });
+    // Opened at the start or at a hit, the part after it loads as the reader scrolls down to it.
+    new IntersectionObserver((entries) => {
+      if (entries.some((entry) => entry.isIntersecting)) loadNewerOnce();
+    }, { rootMargin: "0px 0px 400px 0px" }).observe(newerBox);
   }
 
   // -- live updates --------------------------------------------------------------------------------------------------
@@ -132,6 +225,9 @@
       group.querySelector(".tool-meta").replaceChildren(fragment(data.status));
       group.classList.remove("state-pending");
       group.classList.add("state-" + data.state);
+      if (data.ms !== null && data.ms !== undefined) group.dataset.ms = data.ms;
+      const owner = group.closest(".msg");
+      if (owner && data.at) owner.dataset.end = String(Math.max(Number(owner.dataset.end || 0), Number(data.at)));
       const slot = group.nextElementSibling;
       if (slot && slot.classList.contains("page-slot")) slot.replaceChildren(fragment(data.page));
     } else if (!document.getElementById("m-" + data.id)) {
@@ -139,7 +235,22 @@
       const empty = timeline.querySelector(".empty");
       if (empty) empty.remove();
     }
+    applyFilters();
+    renderTimings();
     if (follow) scrollToBottom();
+  }
+
+  // The header's figures follow what arrives: how many messages, and when the last one came.
+  const messageCount = document.getElementById("message-count");
+  const updated = document.getElementById("updated");
+  function updateHeader(count, when) {
+    if (messageCount) messageCount.textContent = `${count.toLocaleString("en-US")} message${count === 1 ? "" : "s"}`;
+    if (updated && when) {
+      updated.setAttribute("datetime", when);
+      updated.textContent = when.replace("T", " ").replace(/:\d\dZ$/, " UTC");
+      updated.title = when.replace("T", " ").replace("Z", " UTC");
+      localizeTime(updated);
+    }
   }
 
   let source = null;
@@ -152,6 +263,7 @@
       const data = JSON.parse(event.data);
       if (data.seq > lastSeq) lastSeq = data.seq;
       addMessage(data);
+      if (data.count !== undefined) updateHeader(data.count, data.updated);
     });
     source.addEventListener("delta", (event) => {
       const follow = nearBottom();
@@ -209,6 +321,62 @@
       composer.requestSubmit();
     }
   });
+  // -- j and k: the next and the previous message ---------------------------------------------------------------------
+  function shownMessages() {
+    return [...items.children].filter((el) => el.classList.contains("msg") && el.offsetParent !== null);
+  }
+
+  async function moveBy(step) {
+    let list = shownMessages();
+    if (!list.length) return;
+    const current = items.querySelector(":scope > .msg.current");
+    let index = current ? list.indexOf(current) : -1;
+    if (index < 0) {
+      // Start from what the reader sees: the first message on screen going down, the last one going up.
+      const seen = list.filter((el) => {
+        const box = el.getBoundingClientRect();
+        return box.bottom > 90 && box.top < window.innerHeight - 140;
+      });
+      const start = step > 0 ? seen[0] : seen[seen.length - 1];
+      index = start ? list.indexOf(start) : (step > 0 ? 0 : list.length - 1);
+    } else if (index + step < 0 && hasOlder) {
+      await loadOlder();
+      list = shownMessages();
+      index = list.indexOf(current) + step;
+    } else {
+      index = Math.min(list.length - 1, Math.max(0, index + step));
+    }
+    const next = list[Math.max(0, index)];
+    if (current) current.classList.remove("current");
+    next.classList.add("current");
+    next.setAttribute("tabindex", "-1");
+    next.focus({ preventScroll: true });
+    next.scrollIntoView({ block: "center" });
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    if (event.key === "j" || event.key === "k") {
+      event.preventDefault();
+      moveBy(event.key === "j" ? 1 : -1);
+    }
+  });
+
+  // The raw toggle: a message's Markdown source instead of its rendering, and back.
+  items.addEventListener("click", (event) => {
+    const toggle = event.target.closest(".raw-toggle");
+    if (!toggle) return;
+    const message = toggle.closest(".msg");
+    const raw = message.querySelector("pre.raw");
+    const rendered = message.querySelector(".md");
+    if (!raw || !rendered) return;
+    const showRaw = raw.hidden;
+    raw.hidden = !showRaw;
+    rendered.hidden = showRaw;
+    toggle.setAttribute("aria-pressed", String(showRaw));
+    toggle.textContent = showRaw ? "Rendered" : "Raw";
+  });
+
   items.addEventListener("submit", async (event) => {
     const form = event.target;
     if (!form.classList.contains("continue-form")) return; // forks navigate to the new conversation
@@ -216,10 +384,223 @@
     if (await post(form)) setStatus("The model is answering…");
   });
 
-  if (!location.hash && !new URLSearchParams(location.search).has("at")) scrollToBottom();
-  if (new URLSearchParams(location.search).has("at")) {
-    const target = document.getElementById("m-" + new URLSearchParams(location.search).get("at"));
-    if (target) target.scrollIntoView({ block: "center" });
+  // -- a search hit (or any message linked with ?at=): land on it and mark the words searched for --------------------
+  const WORD = /[\p{L}\p{N}]+/gu;
+
+  function markWords(root, query, skip) {
+    const words = (query.toLowerCase().match(WORD) || []);
+    if (!words.length) return;
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) => node.parentElement.closest(skip)
+        ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
+    });
+    const nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    for (const node of nodes) {
+      const text = node.nodeValue;
+      const out = document.createDocumentFragment();
+      let last = 0;
+      for (const match of text.matchAll(WORD)) {
+        if (!words.some((word) => match[0].toLowerCase().startsWith(word))) continue;
+        if (match.index > last) out.append(text.slice(last, match.index));
+        const mark = document.createElement("mark");
+        mark.textContent = match[0];
+        out.append(mark);
+        last = match.index + match[0].length;
+      }
+      if (last === 0) continue;
+      if (last < text.length) out.append(text.slice(last));
+      node.replaceWith(out);
+    }
+    const groups = [...root.querySelectorAll("details"), ...(root.matches("details") ? [root] : [])];
+    for (const details of groups) {
+      if (details.querySelector("mark")) details.open = true; // a match inside a tool's output: show it
+    }
+  }
+
+  // -- long logs: the outline panel, filters by role, tool and error, the dense view ----------------------------------
+  const outlinePanel = document.getElementById("outline");
+  if (outlinePanel) {
+    outlinePanel.addEventListener("toggle", async () => {
+      if (!outlinePanel.open || outlinePanel.dataset.loaded) return;
+      outlinePanel.dataset.loaded = "yes";
+      const slot = outlinePanel.querySelector(".outline-slot");
+      slot.textContent = "Reading the whole conversation…";
+      try {
+        const response = await fetch(`/c/${encodeURIComponent(cid)}/outline`, { headers: { Accept: "application/json" } });
+        if (!response.ok) throw new Error(response.statusText);
+        slot.replaceChildren(fragment((await response.json()).html));
+      } catch (error) {
+        slot.textContent = "Could not read the outline: " + error.message;
+        delete outlinePanel.dataset.loaded;
+      }
+    });
+  }
+
+  const filters = document.getElementById("filters");
+  const filterStatus = document.getElementById("filter-status");
+
+  function applyFilters() {
+    if (!filters) return;
+    const roles = new Set([...filters.querySelectorAll("input[name=role]:checked")].map((el) => el.value));
+    const errorsOnly = filters.elements.errors.checked;
+    const tool = filters.elements.tool.value;
+    const names = new Set();
+    let shown = 0;
+    let total = 0;
+    for (const item of items.children) {
+      if (!item.classList.contains("msg")) continue;
+      total += 1;
+      const groups = [...item.querySelectorAll("details.tool")];
+      for (const group of groups) {
+        names.add(group.dataset.tool);
+        const hide = !roles.has("tool") || (tool && group.dataset.tool !== tool)
+          || (errorsOnly && !group.classList.contains("state-error"));
+        group.classList.toggle("filtered-out", Boolean(hide));
+        const slot = group.nextElementSibling;
+        if (slot && slot.classList.contains("page-slot")) slot.classList.toggle("filtered-out", Boolean(hide));
+      }
+      const kept = groups.filter((group) => !group.classList.contains("filtered-out"));
+      const kind = item.dataset.kind;
+      let show = kind === "tool" ? kept.length > 0 : roles.has(kind);
+      if (show && tool) show = kept.length > 0;
+      if (show && errorsOnly) show = kind === "failure" || kept.length > 0;
+      item.classList.toggle("filtered-out", !show);
+      if (show) shown += 1;
+    }
+    // The tool menu offers every tool of the loaded part, and keeps the one chosen.
+    const menu = filters.elements.tool;
+    for (const name of [...names].sort()) {
+      if (![...menu.options].some((option) => option.value === name)) menu.add(new Option(name, name));
+    }
+    const active = roles.size < 5 || errorsOnly || tool;
+    filterStatus.textContent = active ? `showing ${shown} of the ${total} messages loaded` : "";
+  }
+
+  if (filters) {
+    document.getElementById("filter-menu").hidden = false; // filtering is the script's: without it, no menu
+    filters.addEventListener("change", (event) => {
+      if (event.target.name === "dense") {
+        document.body.classList.toggle("dense", event.target.checked);
+        try { localStorage.setItem("threadline.dense", event.target.checked ? "1" : ""); } catch (_) { /* private mode */ }
+        return;
+      }
+      applyFilters();
+    });
+    filters.addEventListener("submit", (event) => event.preventDefault());
+    let dense = false;
+    try { dense = localStorage.getItem("threadline.dense") === "1"; } catch (_) { /* private mode */ }
+    filters.elements.dense.checked = dense;
+    document.body.classList.toggle("dense", dense);
+    applyFilters();
+  }
+
+  // -- where each turn's time went, from the log: model time, tool time, tokens ---------------------------------------
+  // A model call's time is from the message before it to the call's own message; a tool's is its recorded duration.
+  function duration(ms) {
+    if (ms < 1000) return `${Math.round(ms)} ms`;
+    if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+    const seconds = Math.round(ms / 1000);
+    return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  }
+
+  function count(n, word) {
+    return `${n} ${word}${n === 1 ? "" : "s"}`;
+  }
+
+  function timingStrip(turn) {
+    let model = 0, calls = 0, failed = 0, tools = 0, toolCalls = 0, input = 0, output = 0;
+    const segments = [];
+    for (const { item, previous } of turn) {
+      const kind = item.dataset.kind;
+      if (kind === "assistant" || kind === "failure") {
+        calls += 1;
+        if (kind === "failure") failed += 1;
+        if (previous) {
+          const ms = Math.max(0, Number(item.dataset.at) - Number(previous.dataset.end || previous.dataset.at));
+          model += ms;
+          segments.push(["model", ms, `model call ${duration(ms)}`]);
+        }
+        input += Number(item.dataset.in || 0);
+        output += Number(item.dataset.out || 0);
+      }
+      for (const group of item.querySelectorAll("details.tool[data-ms]")) {
+        const ms = Number(group.dataset.ms);
+        tools += ms;
+        toolCalls += 1;
+        segments.push(["tool", ms, `${group.dataset.tool} ${duration(ms)}`]);
+      }
+    }
+    if (!calls && !toolCalls) return null;
+    const strip = document.createElement("div");
+    strip.className = "turn-timing";
+    strip.setAttribute("role", "group");
+    strip.setAttribute("aria-label", "Where this turn's time went");
+    const bar = document.createElement("div");
+    bar.className = "timing-bar";
+    const total = segments.reduce((sum, segment) => sum + segment[1], 0);
+    for (const [kind, ms, title] of segments) {
+      const segment = document.createElement("span");
+      segment.className = `seg ${kind}`;
+      segment.title = title;
+      // All under a millisecond (a scripted model): equal shares, so the order still shows.
+      segment.style.width = `${total ? (100 * ms) / total : 100 / segments.length}%`;
+      bar.append(segment);
+    }
+    const facts = [`model ${duration(model)} (${count(calls, "call")}${failed ? `, ${failed} failed` : ""})`];
+    if (toolCalls) facts.push(`tools ${duration(tools)} (${count(toolCalls, "call")})`);
+    if (input || output) facts.push(`${input.toLocaleString("en-US")} in · ${output.toLocaleString("en-US")} out tokens`);
+    if (!turn[0].previous && turn[0].item.dataset.kind !== "user" && hasOlder) facts.push("(its start is not loaded)");
+    const text = document.createElement("div");
+    text.className = "timing-facts";
+    text.textContent = "This turn: " + facts.join(" · ");
+    strip.append(bar, text);
+    return strip;
+  }
+
+  function renderTimings() {
+    for (const old of items.querySelectorAll(".turn-timing")) old.remove();
+    const list = [...items.children].filter((el) => el.classList.contains("msg"));
+    const turns = [];
+    list.forEach((item, index) => {
+      if (item.dataset.kind === "user" || !turns.length) turns.push([]);
+      turns[turns.length - 1].push({ item, previous: list[index - 1] });
+    });
+    for (const turn of turns) {
+      const strip = timingStrip(turn);
+      if (!strip) continue;
+      const last = turn[turn.length - 1].item;
+      last.insertBefore(strip, last.querySelector(":scope > .msg-actions"));
+    }
+  }
+
+  // The toolbar's menus close when the reader clicks elsewhere or presses Escape.
+  const menus = [...document.querySelectorAll("#toolbar details.dropdown")];
+  document.addEventListener("click", (event) => {
+    for (const menu of menus) if (menu.open && !menu.contains(event.target)) menu.open = false;
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") for (const menu of menus) menu.open = false;
+  });
+
+  renderTimings(); // before landing anywhere: the strips take room
+
+  const hitId = timeline.dataset.hit;
+  const hit = hitId ? items.querySelector(".msg.hit") : null;
+  if (hit) {
+    if (timeline.dataset.query) {
+      // A tool result is a message of its own, shown inside its call's group: mark only there. A message's own
+      // text, and its calls' arguments, are the rest of its item (the outputs are other messages).
+      const group = [...hit.querySelectorAll("details.tool")].find((el) => el.dataset.resultId === hitId);
+      const chrome = ".msg-head, .msg-actions, button, mark";
+      if (group) markWords(group, timeline.dataset.query, chrome + ", summary");
+      else markWords(hit, timeline.dataset.query, chrome + ", .tool-output");
+    }
+    hit.scrollIntoView({ block: "center" });
+  } else if (timeline.dataset.start === "true") {
+    window.scrollTo(0, 0);
+  } else if (!location.hash) {
+    scrollToBottom();
   }
   if (atEnd) startLive();
 })();

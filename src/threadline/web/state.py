@@ -1,0 +1,89 @@
+"""What every route of the viewer shares: the `Viewer` (the store, the templates, the turn runner and live events)
+and the small helpers its handlers use to read a request and reach the store off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from anyio import to_thread
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from .. import __version__
+from ..models import Model
+from ..store import MessagePage, Store
+from .live import TurnEvents
+from .render import environment, epoch_ms, iso, render_items, render_tool_part
+from .timeline import build_items
+from .turns import TurnRunner
+
+__all__ = ["Viewer", "in_thread", "int_param"]
+
+
+class Viewer:
+    """The state behind the routes: the store, the templates, the turn runner and live events."""
+
+    def __init__(self, store: Store, models: dict[str, str | Model], tools: Sequence[Any]) -> None:
+        self.store = store
+        self.models = models
+        self.tools = list(tools)
+        self.env = environment(__version__)
+        self.events = TurnEvents()
+        self.turns = TurnRunner(store, self.tools, self.events)
+        self.closing = asyncio.Event()
+
+    # -- rendering ----------------------------------------------------------------------------------------------
+    def page(self, template: str, code: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("with_script", False)
+        context.setdefault("static", False)
+        html = self.env.get_template(template).render(store_url=self.store.url, models=list(self.models), **context)
+        return HTMLResponse(html, status_code=code, headers={"cache-control": "no-store"})
+
+    def error(self, status: int, heading: str, detail: str) -> HTMLResponse:
+        return self.page("error.html", status, status=status, heading=heading, detail=detail)
+
+    def message_events(self, cid: str, page: MessagePage) -> list[dict[str, Any]]:
+        """The ``message`` event payloads of newly appended messages (reads the store: call it in a worker
+        thread)."""
+        items = build_items(page.messages, page.seqs)
+        payloads: list[dict[str, Any]] = []
+        for item in items:
+            payload: dict[str, Any] = {"seq": item.seq, "id": item.id, "role": item.kind}
+            payload["html"] = render_items(self.env, [item], cid)
+            if item.standalone is not None:
+                tool = item.standalone
+                payload["call_id"] = tool.call_id
+                for part in ("body", "status", "page"):
+                    payload[part] = render_tool_part(self.env, part, tool, cid)
+                payload["state"] = tool.state
+                payload["ms"] = tool.duration_ms
+                payload["at"] = epoch_ms(item.created_at)
+            payloads.append(payload)
+        if payloads and page.last_seq is not None:
+            payloads[-1]["seq"] = page.last_seq  # results folded into their call's item count as read too
+            info = self.store.get_conversation(cid)
+            payloads[-1]["count"] = info.message_count
+            payloads[-1]["updated"] = iso(info.updated_at)
+        return payloads
+
+
+async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a (store) call in a worker thread, so a slow disk or database never stalls the event loop."""
+    return await to_thread.run_sync(fn, *args)
+
+
+def int_param(request: Request, name: str) -> int | None:
+    """An integer query parameter (None when absent or empty); anything else is a 400."""
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise HTTPException(400, f"{name} must be an integer") from None
+    if number < -1:
+        raise HTTPException(400, f"{name} must not be negative")
+    return number
