@@ -65,6 +65,9 @@ class ModelProfile:
         tool_call_content: The ``content`` sent on an assistant message that only calls tools. ``""`` is what
             every server tested accepts (llama.cpp's servers refuse ``null`` and a missing key); None sends
             ``null``. The log itself is never changed.
+        reasoning_summary: The reasoning summary asked for on the Responses API when reasoning settings are given
+            (``"auto"``, ``"concise"``, ``"detailed"``), or None to ask for none: OpenAI generates summaries only
+            for verified organizations ("Your organization must be verified to generate reasoning summaries").
     """
 
     family: str
@@ -77,6 +80,7 @@ class ModelProfile:
     tool_choice_default: str | None = None
     tool_streaming: ToolStreaming = "all"
     tool_call_content: str | None = ""
+    reasoning_summary: Literal["auto", "concise", "detailed"] | None = "auto"
 
     def with_capabilities(self, capabilities: ModelCapabilities | None) -> ModelProfile:
         """This profile with other capabilities (a caller's override), or itself when None."""
