@@ -304,6 +304,22 @@ class _Event(msgspec.Struct):
 _decode_response = msgspec.json.Decoder(_Response).decode
 _decode_event = msgspec.json.Decoder(_Event).decode
 
+# Events that add nothing the deltas and the complete items do not carry: skipped by their SSE name, undecoded.
+_SKIPPED = frozenset(
+    {
+        "response.created",
+        "response.in_progress",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.done",
+        "response.refusal.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.done",
+        "response.function_call_arguments.done",
+    }
+)
+
 # Error codes of a failed response that are worth a retry.
 _RETRYABLE = {"server_error": "server", "rate_limit_exceeded": "rate_limit"}
 
@@ -450,6 +466,8 @@ class ResponsesStream(StreamReader):
         Raises:
             ModelError: for an ``error`` or ``response.failed`` event, or an unreadable one.
         """
+        if event in _SKIPPED:
+            return None
         try:
             item = _decode_event(data)
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
