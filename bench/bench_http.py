@@ -23,6 +23,11 @@ The Anthropic rows "with thinking" run the same round trip with extended thinkin
 2048)``): the fake answers the first request with a signed thinking block before the tool call, and the second
 request must carry that block back; the hand loop keeps the block as received and sends it back (target <= 1.1x).
 
+The Responses API rows ("Responses with reasoning, tool round") are the same round trip on ``openai-responses:``
+with reasoning on: each answer carries a reasoning item with a summary and about 1.5 KB of encrypted content, which
+the second request sends back before its function call; the floor is a hand loop over httpx that sends the very same
+two requests (target <= 1.1x).
+
 Run: ``python bench/bench_http.py [--reps 300] [--warmup 50] [--real-reps 30] [--no-real-server]``.
 """
 
@@ -47,6 +52,7 @@ from _common import median, p95, print_table, record
 
 TARGET = 1.25
 THINKING_TARGET = 1.1
+RESPONSES_TARGET = 1.1
 REAL_TARGET = 1.05
 IMPORT_TARGET_MS = 200.0
 QUESTION = "Weather in Paris?"
@@ -121,6 +127,98 @@ _ANTHROPIC_THINKING_CALL = {
     **_ANTHROPIC_CALL,
     "content": [{"type": "thinking", "thinking": _THOUGHT, "signature": _SIGNATURE}, *_ANTHROPIC_CALL["content"]],
 }
+
+
+# About the size of a real encrypted reasoning item (OpenAI's cookbook prints one of ~2,300 characters).
+_ENCRYPTED = "gAAAAABoISQ2" + "".join(chr(65 + (i * 7) % 26) + chr(97 + (i * 11) % 26) for i in range(750))
+_THOUGHT = "**Checking the weather**\n\nThe user asks about Paris, so I call get_weather with the city."
+_AFTER = "**Answering**\n\nThe tool says 22 C and sunny."
+
+
+def _responses_output(final: bool) -> list[dict[str, Any]]:
+    thought = _AFTER if final else _THOUGHT
+    reasoning = {
+        "id": "rs_2" if final else "rs_1",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": thought}],
+        "encrypted_content": _ENCRYPTED,
+    }
+    if final:
+        text = {"type": "output_text", "text": "It is sunny and 22 C in Paris.", "annotations": []}
+        return [
+            reasoning,
+            {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [text]},
+        ]
+    call = {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": "call_abc123",
+        "name": "get_weather",
+        "arguments": '{"city": "Paris"}',
+    }
+    return [reasoning, call]
+
+
+def _responses_body(final: bool) -> dict[str, Any]:
+    return {
+        "id": "resp_2" if final else "resp_1",
+        "object": "response",
+        "created_at": 1_741_487_325,
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "model": "o4-mini-2025-04-16",
+        "output": _responses_output(final),
+        "store": False,
+        "usage": {
+            "input_tokens": 120 if final else 82,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 80,
+            "output_tokens_details": {"reasoning_tokens": 64},
+            "total_tokens": 200 if final else 162,
+        },
+    }
+
+
+def _responses_events(final: bool) -> list[str]:
+    events: list[str] = []
+
+    def event(kind: str, **data: Any) -> None:
+        events.append(f"event: {kind}\ndata: {json.dumps({'type': kind, 'sequence_number': len(events), **data})}\n\n")
+
+    body = _responses_body(final)
+    event("response.created", response={**body, "status": "in_progress", "output": [], "usage": None})
+    reasoning, second = body["output"]
+    where = {"item_id": reasoning["id"], "output_index": 0, "summary_index": 0}
+    event(
+        "response.output_item.added", output_index=0, item={"id": reasoning["id"], "type": "reasoning", "summary": []}
+    )
+    event("response.reasoning_summary_part.added", **where, part={"type": "summary_text", "text": ""})
+    text = reasoning["summary"][0]["text"]
+    for piece in (text[:30], text[30:]):
+        event("response.reasoning_summary_text.delta", **where, delta=piece)
+    event("response.reasoning_summary_text.done", **where, text=text)
+    event("response.reasoning_summary_part.done", **where, part=reasoning["summary"][0])
+    event("response.output_item.done", output_index=0, item=reasoning)
+    if final:
+        event("response.output_item.added", output_index=1, item={**second, "status": "in_progress", "content": []})
+        where = {"item_id": second["id"], "output_index": 1, "content_index": 0}
+        event("response.content_part.added", **where, part={"type": "output_text", "text": "", "annotations": []})
+        for piece in ("It is ", "sunny and ", "22 C ", "in Paris."):
+            event("response.output_text.delta", **where, delta=piece, logprobs=[])
+        event("response.output_text.done", **where, text=second["content"][0]["text"], logprobs=[])
+        event("response.content_part.done", **where, part=second["content"][0])
+    else:
+        event("response.output_item.added", output_index=1, item={**second, "status": "in_progress", "arguments": ""})
+        for piece in ('{"ci', 'ty": "', 'Paris"}'):
+            event("response.function_call_arguments.delta", item_id=second["id"], output_index=1, delta=piece)
+        event(
+            "response.function_call_arguments.done", item_id=second["id"], output_index=1, arguments=second["arguments"]
+        )
+    event("response.output_item.done", output_index=1, item=second)
+    event("response.completed", response=body)
+    return events
 
 
 def _openai_events(final: bool) -> list[str]:
@@ -235,7 +333,12 @@ def serve() -> None:
         ("anthropic-thinking", False, True): _json_response(_ANTHROPIC_TEXT),
         ("anthropic-thinking", True, False): _sse_response(_anthropic_events(False, thinking=True)),
         ("anthropic-thinking", True, True): _sse_response(_anthropic_events(True)),
+        ("responses", False, False): _json_response(_responses_body(False)),
+        ("responses", False, True): _json_response(_responses_body(True)),
+        ("responses", True, False): _sse_response(_responses_events(False)),
+        ("responses", True, True): _sse_response(_responses_events(True)),
     }
+    final_marks = {"openai": b'"role":"tool"', "anthropic": b'"tool_result"', "responses": b'"function_call_output"'}
     last: dict[str, bytes] = {}
 
     class Protocol(asyncio.Protocol):
@@ -263,10 +366,16 @@ def serve() -> None:
                 if path == "/__last":
                     self.transport.write(_json_response({k: v.decode() for k, v in last.items()}))
                     continue
-                provider = "anthropic" if path.endswith("/messages") else "openai"
+                provider = (
+                    "anthropic"
+                    if path.endswith("/messages")
+                    else "responses"
+                    if path.endswith("/responses")
+                    else "openai"
+                )
                 compact = body.replace(b" ", b"")
                 streamed = b'"stream":true' in compact
-                final = (b'"role":"tool"' if provider == "openai" else b'"tool_result"') in compact
+                final = final_marks[provider] in compact
                 if provider == "anthropic" and b'"thinking":{"type":"enabled"' in compact:
                     provider = "anthropic-thinking"
                 last[f"{provider}-{'stream' if streamed else 'json'}-{'final' if final else 'first'}"] = body
@@ -441,6 +550,83 @@ async def floor_anthropic_thinking(client: Any, url: str, first: dict[str, Any],
 # -- measuring ---------------------------------------------------------------------------------------------------
 
 
+async def floor_responses(client: Any, url: str, first: dict[str, Any], stream: bool) -> str:
+    """The hand-written loop for the Responses API: reasoning items go back before their function calls."""
+    body = dict(first)
+    items = list(body["input"])
+    body["input"] = items
+    if not stream:
+        response = await client.post(url, json=body)
+        output = response.json()["output"]
+    else:
+        output = []
+        async with client.stream("POST", url, json=body) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    event = json.loads(line[6:])
+                    if event["type"] == "response.output_item.done":
+                        output.append(event["item"])
+    calls = []
+    for item in output:
+        if item["type"] == "reasoning":
+            items.append(
+                {
+                    "type": "reasoning",
+                    "id": item["id"],
+                    "summary": item["summary"],
+                    "encrypted_content": item["encrypted_content"],
+                }
+            )
+        elif item["type"] == "function_call":
+            calls.append(item)
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": item["call_id"],
+                    "name": item["name"],
+                    "arguments": item["arguments"],
+                }
+            )
+    for call in calls:
+        items.append(
+            {"type": "function_call_output", "call_id": call["call_id"], "output": _floor_tool(call["arguments"])}
+        )
+    if not stream:
+        response = await client.post(url, json=body)
+        return "".join(
+            part["text"]
+            for item in response.json()["output"]
+            if item["type"] == "message"
+            for part in item["content"]
+            if part["type"] == "output_text"
+        )
+    parts: list[str] = []
+    async with client.stream("POST", url, json=body) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                event = json.loads(line[6:])
+                if event["type"] == "response.output_text.delta":
+                    parts.append(event["delta"])
+    return "".join(parts)
+
+
+# -- measuring ---------------------------------------------------------------------------------------------------
+
+
+def _same_items(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """Whether two Responses requests are the same, argument text compared as JSON (threadline sends the parsed
+    arguments re-encoded, the hand loop the model's own text)."""
+
+    def plain(body: dict[str, Any]) -> dict[str, Any]:
+        items = [
+            {**item, "arguments": json.loads(item["arguments"])} if item["type"] == "function_call" else item
+            for item in body["input"]
+        ]
+        return {**body, "input": items}
+
+    return plain(ours) == plain(theirs)
+
+
 async def _time(fn: Callable[[], Awaitable[str]]) -> float:
     start = time.perf_counter()
     text = await fn()
@@ -455,10 +641,12 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
     from threadline import llm
     from threadline.models.anthropic import AnthropicModel
     from threadline.models.openai import OpenAIModel
+    from threadline.models.openai_responses import OpenAIResponsesModel
 
     root = f"http://127.0.0.1:{port}"
     openai = OpenAIModel("gpt-4o-mini", base_url=f"{root}/v1", api_key="sk-bench")
     anthropic = AnthropicModel("claude-haiku-4-5", base_url=root, api_key="sk-ant-bench")
+    responses = OpenAIResponsesModel("o4-mini", base_url=f"{root}/v1", api_key="sk-bench")
     client = httpx.AsyncClient()
     messages_url = f"{root}/v1/messages"
     cases = [
@@ -482,6 +670,22 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
             floor_anthropic_thinking,
             "anthropic-thinking-stream-first",
         ),
+        (
+            "Responses with reasoning, tool round, non-streaming",
+            responses,
+            False,
+            f"{root}/v1/responses",
+            floor_responses,
+            "responses-json-first",
+        ),
+        (
+            "Responses with reasoning, tool round, streaming",
+            responses,
+            True,
+            f"{root}/v1/responses",
+            floor_responses,
+            "responses-stream-first",
+        ),
     ]
     headers = {
         "openai": {"Authorization": "Bearer sk-bench"},
@@ -492,6 +696,8 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
         thinking = floor is floor_anthropic_thinking
         base = llm.model(model).tools(get_weather)
         builder = (base.reasoning(budget_tokens=2_048) if thinking else base).request(QUESTION)
+        if model is responses:
+            builder = builder.reasoning(effort="low")
 
         async def ours(builder: Any = builder, stream: bool = stream) -> str:
             return str(await builder.prompt_async(stream=stream))
@@ -500,7 +706,7 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
         await ours()
         captured = (await client.get(f"{root}/__last")).json()
         first = json.loads(captured[key])
-        kind = "openai" if model is openai else "anthropic"
+        kind = "anthropic" if model is anthropic else "openai"
         floor_client = httpx.AsyncClient(headers=headers[kind])
 
         async def theirs(
@@ -512,6 +718,10 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
         captured_floor = (await client.get(f"{root}/__last")).json()
         final_key = key.replace("first", "final")
         assert json.loads(captured_floor[key]) == first
+        if model is responses:  # the hand loop rebuilds the second request: it must be threadline's, item for item
+            await ours()
+            second = json.loads((await client.get(f"{root}/__last")).json()[final_key])
+            assert _same_items(second, json.loads(captured_floor[final_key]))
         ours_final = None
         for _ in range(warmup):
             await ours()
@@ -538,12 +748,13 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
                 "ratio_median": median(ours_times) / median(floor_times),
                 "ratio_p95": p95(ours_times) / p95(floor_times),
                 "second_request_bytes": len(ours_final or ""),
-                "target": THINKING_TARGET if thinking else TARGET,
+                "target": THINKING_TARGET if thinking else RESPONSES_TARGET if model is responses else TARGET,
             }
         )
     await client.aclose()
     await openai.aclose()
     await anthropic.aclose()
+    await responses.aclose()
     return results
 
 

@@ -18,9 +18,10 @@ import pytest
 
 from threadline.models.anthropic import AnthropicModel
 from threadline.models.openai import OpenAIModel
+from threadline.models.openai_responses import OpenAIResponsesModel
 
 from .llama_server import RunningServer, ServerDidNotStart, check_alive, free_port, server_command, start_server
-from .servers import FakeAnthropic, FakeOpenAI, FakeServer
+from .servers import FakeAnthropic, FakeOpenAI, FakeResponses, FakeServer
 
 SECRET = "sk-test-SECRET0123456789abcdef"
 
@@ -47,6 +48,25 @@ def make_anthropic(fake: FakeAnthropic, model: str = "claude-haiku-4-5", **kwarg
     kwargs.setdefault("api_key", SECRET)
     kwargs.setdefault("retry_base_delay", 0.01)
     return AnthropicModel(model, base_url=fake.base_url, **kwargs)
+
+
+@pytest.fixture
+def responses_server() -> Iterator[FakeResponses]:
+    with FakeResponses() as server:
+        yield server  # type: ignore[misc]
+
+
+def make_responses(fake: FakeResponses, model: str = "o4-mini", **kwargs: Any) -> OpenAIResponsesModel:
+    kwargs.setdefault("api_key", SECRET)
+    kwargs.setdefault("retry_base_delay", 0.01)
+    return OpenAIResponsesModel(model, base_url=fake.base_url, **kwargs)
+
+
+@pytest.fixture
+async def responses_model(responses_server: FakeResponses) -> AsyncIterator[OpenAIResponsesModel]:
+    model = make_responses(responses_server)
+    yield model
+    await model.aclose()
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ __all__ = ["models", "provider_status"]
 _ENDPOINTS = {
     "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
     "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+    "openai-responses": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
 }
 
 
@@ -96,7 +97,10 @@ def models(families: bool, as_json: bool) -> None:
             console.print(f"  {row['provider']}: {row['note']}", style="dim" if row["ready"] else "yellow")
     source = "THREADLINE_MODEL" if os.environ.get("THREADLINE_MODEL") else "built-in default"
     console.print(f"default model: [bold]{default_model_name()}[/bold] ({source})")
-    console.print("any model of a provider works by name, e.g. openai:gpt-4.1 or anthropic:claude-sonnet-4-5")
+    console.print(
+        "any model of a provider works by name, e.g. openai:gpt-4.1, openai-responses:gpt-5 or "
+        "anthropic:claude-sonnet-4-5"
+    )
     if families:
         known = Table(box=None, pad_edge=False, header_style="bold", title="known model families", title_justify="left")
         for column in ("provider", "family", "tools", "structured output", "images", "context"):

@@ -68,7 +68,10 @@ _model_option = click.option(
     "model_name",
     default=None,
     metavar="MODEL",
-    help="local, local:/path/file.gguf, openai:<model>, anthropic:<model>; default $THREADLINE_MODEL, else local.",
+    help=(
+        "local, local:/path/file.gguf, openai:<model>, openai-responses:<model>, anthropic:<model>; "
+        "default $THREADLINE_MODEL, else local."
+    ),
 )
 _system_option = click.option("-s", "--system", default=None, help="A system prompt.")
 _tool_option = click.option(

@@ -1,4 +1,4 @@
-"""Models by name: ``local``, ``openai:…``, ``anthropic:…``, or any `Model` object.
+"""Models by name: ``local``, ``openai:…``, ``openai-responses:…``, ``anthropic:…``, or any `Model` object.
 
 Provider modules are imported only when a name needs them, so resolving ``local`` never imports httpx and
 resolving ``openai:…`` never imports llama.cpp.
@@ -53,6 +53,7 @@ DEFAULT_MODELS: dict[str, str] = {
     "local": "local:smollm2",
     "openai": "openai:gpt-4o-mini",
     "anthropic": "anthropic:claude-haiku-4-5",
+    "openai-responses": "openai-responses:o4-mini",
 }
 
 _factories: dict[str, Callable[[str], Model]] = {}
@@ -79,11 +80,19 @@ def _anthropic(rest: str) -> Model:
     return AnthropicModel(rest)
 
 
+def _openai_responses(rest: str) -> Model:
+    from .openai_responses import OpenAIResponsesModel
+
+    return OpenAIResponsesModel(rest)
+
+
 _factories.update(local=_local, openai=_openai, anthropic=_anthropic)
+_factories["openai-responses"] = _openai_responses
 _environment.update(
     openai=("OPENAI_BASE_URL", "OPENAI_API_KEY", "THREADLINE_OPENAI_SERVER"),
     anthropic=("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
 )
+_environment["openai-responses"] = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
 
 
 def register_provider(prefix: str, factory: Callable[[str], Model], *, environment: Iterable[str] = ()) -> None:
@@ -108,7 +117,8 @@ def default_model_name() -> str:
 
 
 def get_model(name: str | Model | None = None) -> Model:
-    """Resolve a model name (``local``, ``local:/path.gguf``, ``openai:gpt-4o``, ``anthropic:…``) to a `Model`.
+    """Resolve a model name (``local``, ``local:/path.gguf``, ``openai:gpt-4o``, ``openai-responses:o4-mini``,
+    ``anthropic:…``) to a `Model`.
 
     Instances are cached per name and configuration, so connection pools and loaded weights are shared within a
     process, and a changed ``OPENAI_BASE_URL`` or key gives a model that uses it.

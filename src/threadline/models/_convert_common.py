@@ -1,4 +1,4 @@
-"""Pure helpers shared by the two wire translations (`_openai_convert`, `_anthropic_convert`).
+"""Pure helpers shared by the wire translations (`_openai_convert`, `_anthropic_convert`, `_responses_convert`).
 
 They own what must be the same on every provider: how a log's tool-call ids are made valid for a provider (and
 kept unique in the log when a provider hands back ids it already used), how tool-argument text is parsed, the
@@ -18,7 +18,7 @@ import msgspec
 
 from .._ids import new_id
 from ..errors import ModelError, UserError
-from ..messages import Attachment, Message, UserMessage
+from ..messages import Attachment, Message, ToolCall, UserMessage
 from .base import ModelRequest
 from .tool_catalog import ToolCatalog
 
@@ -28,6 +28,7 @@ __all__ = [
     "IdMap",
     "StreamReader",
     "WireContext",
+    "arguments_text",
     "catalog_for",
     "check_images",
     "check_tool_choice",
@@ -42,6 +43,7 @@ FINAL_TOOL = "final_result"
 FINAL_TOOL_DESCRIPTION = "Give the final answer. Call this exactly once, with the answer as its arguments."
 
 _json_decode = msgspec.json.Decoder().decode
+_json_encode = msgspec.json.Encoder().encode
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -114,6 +116,14 @@ def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
     if isinstance(value, dict):
         return value, None
     return {}, text
+
+
+def arguments_text(call: ToolCall) -> str:
+    """A logged call's arguments as the JSON text OpenAI's APIs carry; invalid text goes back verbatim, so the model
+    sees exactly what it sent."""
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return _json_encode(call.arguments).decode("utf-8")
 
 
 def catalog_for(request: ModelRequest) -> ToolCatalog:

@@ -70,6 +70,9 @@ class ModelProfile:
             default: most servers ignore it, and DeepSeek's deepseek-reasoner guide answers HTTP 400 to it) or
             ``"send"`` (DeepSeek's thinking mode requires it on turns that called tools). Only thinking from this
             wire family is ever sent; the log keeps all of it either way.
+        reasoning_summary: The reasoning summary asked for on the Responses API when reasoning settings are given
+            (``"auto"``, ``"concise"``, ``"detailed"``), or None to ask for none: OpenAI generates summaries only
+            for verified organizations ("Your organization must be verified to generate reasoning summaries").
     """
 
     family: str
@@ -83,6 +86,7 @@ class ModelProfile:
     tool_streaming: ToolStreaming = "all"
     tool_call_content: str | None = ""
     reasoning_content: Literal["send", "drop"] = "drop"
+    reasoning_summary: Literal["auto", "concise", "detailed"] | None = "auto"
 
     def with_capabilities(self, capabilities: ModelCapabilities | None) -> ModelProfile:
         """This profile with other capabilities (a caller's override), or itself when None."""

@@ -1,0 +1,526 @@
+"""Pure translation between threadline's log and the OpenAI Responses API (no I/O).
+
+- `build_request`: a `ModelRequest` -> the JSON body of ``POST /responses`` and a `WireContext`.
+- `parse_response`: a non-streamed ``response`` object -> `ModelResponse`.
+- `ResponsesStream`: the streamed events (``response.output_item.added``/``done``, ``response.output_text.delta``,
+  ``response.reasoning_summary_text.delta``, ``response.function_call_arguments.delta``, ``response.completed``,
+  ``response.incomplete``, ``response.failed``, ``error``) -> text and reasoning deltas, then the whole answer.
+
+Stateless by design: every request carries ``store: false``, so nothing lives on OpenAI's side, and the whole
+conversation is sent as input items each time. A reasoning model's thinking comes back as ``reasoning`` items whose
+``encrypted_content`` (asked for with ``include: ["reasoning.encrypted_content"]``) is the only way to hand that
+thinking back without server state; the function-calling guide says "for reasoning models like GPT-5 or o4-mini,
+any reasoning items returned in model responses with tool calls must also be passed back with tool call outputs".
+The rules followed here, each from OpenAI's documentation or from the API's own refusals:
+
+- The leading system messages become ``instructions`` ("a system (or developer) message inserted into the model's
+  context", API reference): the API puts it first with the role the model expects, so no role is guessed per
+  family. A system message later in the log keeps its place as a message item with the profile's system role.
+- A replayed ``reasoning`` item carries its ``id`` (the API refuses an empty one), its ``summary`` (required, may
+  be empty) and its ``encrypted_content``; never plain ``content``. Reasoning without encrypted content is never
+  sent: with ``store: false`` an id alone refers to nothing ("Item with id 'rs_…' not found. Items are not
+  persisted when `store` is set to false"). Only pieces whose provider is ``openai-responses`` are replayed, each in
+  its place in the answer (`messages.answer_parts`); other families' reasoning stays in the log only.
+- Several summary parts of one item are logged as several `Reasoning` pieces sharing the item's id (the first
+  carries the encrypted content); consecutive pieces with one id go back as one item.
+- Function calls and assistant messages are sent without their ``fc_…``/``msg_…`` item ids (the log keeps the
+  ``call_id`` only): under ``store: false`` an item id that the API cannot find is refused, and a ``call_id`` is what
+  pairs a ``function_call_output`` with its call.
+- Function tools are sent with ``strict: false``: strict mode is the Responses default, and it requires every
+  property to be required and ``additionalProperties: false``, which tools made from Python signatures with
+  defaults do not meet (threadline validates arguments itself before a tool runs).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from ..errors import ModelError
+from ..messages import (
+    AssistantMessage,
+    Reasoning,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    answer_parts,
+)
+from ._convert_common import (
+    FINAL_TOOL_DESCRIPTION,
+    IdMap,
+    StreamReader,
+    WireContext,
+    arguments_text,
+    catalog_for,
+    data_url,
+    final_tool_name,
+    parse_arguments,
+    plain,
+)
+from .base import ModelRequest, ModelResponse, ReasoningDelta
+from .profiles import ModelProfile
+
+__all__ = ["PROVIDER", "ResponsesStream", "build_request", "parse_response"]
+
+PROVIDER = "openai-responses"
+"""The `Reasoning.provider` of this wire family's reasoning pieces."""
+
+_FORMAT_NAME_BAD = re.compile(r"[^A-Za-z0-9_-]")
+
+
+# -- requests -----------------------------------------------------------------------------------------------------
+
+
+def build_request(
+    request: ModelRequest, model: str, profile: ModelProfile, *, stream: bool
+) -> tuple[dict[str, Any], WireContext]:
+    """The Responses API request body for ``request``.
+
+    Args:
+        request: The request (messages exactly as sent, tools by real name).
+        model: The provider's model id, e.g. ``"o4-mini"``.
+        profile: The model family's profile (reasoning, structured output, temperature, system role, summaries).
+        stream: Ask for a server-sent-event stream.
+
+    Returns:
+        The body (a plain dict, ready to encode) and the context to read the response with.
+    """
+    catalog = catalog_for(request)
+    ids = IdMap(strict=False)
+    wire_name = catalog.wire
+    wire_id = ids.wire
+    instructions: list[str] = []
+    items: list[dict[str, Any]] = []
+    append = items.append
+    leading = True
+    for message in request.messages:
+        if isinstance(message, SystemMessage):
+            if leading:
+                instructions.append(message.content)
+            else:
+                append({"type": "message", "role": profile.system_role, "content": message.content})
+            continue
+        leading = False
+        if isinstance(message, UserMessage):
+            append({"type": "message", "role": "user", "content": _user_content(message)})
+        elif isinstance(message, AssistantMessage):
+            _assistant_items(message, items, wire_name, wire_id)
+        elif isinstance(message, ToolMessage):
+            append(
+                {"type": "function_call_output", "call_id": wire_id(message.tool_call_id), "output": message.content}
+            )
+
+    body: dict[str, Any] = {"model": model, "input": items, "store": False}
+    if instructions:
+        body["instructions"] = "\n\n".join(instructions)
+    capabilities = profile.capabilities
+    if capabilities.reasoning:
+        # Only reasoning models accept this ("Encrypted content is not supported with this model" otherwise).
+        body["include"] = ["reasoning.encrypted_content"]
+    tools: list[dict[str, Any]] = [
+        {
+            "type": "function",
+            "name": wire_name(spec.name),
+            "description": spec.description,
+            "parameters": plain(spec.parameters),
+            "strict": False,
+        }
+        for spec in request.tools
+    ]
+    context = WireContext(catalog, ids)
+    choice = request.tool_choice
+    response_format = request.response_format
+    if response_format is not None and capabilities.structured_output:
+        name = _FORMAT_NAME_BAD.sub("_", response_format.name)[:64] or "answer"
+        # strict: false for the same reason as the tools: the schema is the caller's own, validated afterwards.
+        body["text"] = {
+            "format": {"type": "json_schema", "name": name, "schema": plain(response_format.schema), "strict": False}
+        }
+    elif response_format is not None:
+        final = final_tool_name(tool["name"] for tool in tools)
+        context.final_tool = final
+        tools.append(
+            {
+                "type": "function",
+                "name": final,
+                "description": FINAL_TOOL_DESCRIPTION,
+                "parameters": plain(response_format.schema),
+                "strict": False,
+            }
+        )
+        if choice in (None, "auto", "none"):
+            # A structured answer must end in the final-result tool, after any other tools.
+            choice = final if len(tools) == 1 else "required"
+    if tools:
+        body["tools"] = tools
+        context.wire_names = frozenset(tool["name"] for tool in tools)
+        if choice in ("auto", "required", "none"):
+            body["tool_choice"] = choice
+        elif choice is not None:
+            name = choice if choice == context.final_tool else wire_name(choice)
+            body["tool_choice"] = {"type": "function", "name": name}
+    settings = request.settings
+    if settings.reasoning is not None:
+        reasoning: dict[str, Any] = {"effort": settings.reasoning.level()}
+        if profile.reasoning_summary is not None:
+            reasoning["summary"] = profile.reasoning_summary
+        body["reasoning"] = reasoning
+    if settings.max_tokens is not None:
+        body["max_output_tokens"] = settings.max_tokens
+    if settings.temperature is not None and profile.temperature:
+        body["temperature"] = settings.temperature
+    if stream:
+        body["stream"] = True
+    if settings.extras:
+        body.update(settings.extras_for("openai"))  # the same vendor's knobs as on Chat Completions
+    return body, context
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    images = [a for a in message.attachments if a.kind == "image"]
+    if not images:
+        return message.content
+    parts: list[dict[str, Any]] = []
+    if message.content:
+        parts.append({"type": "input_text", "text": message.content})
+    for attachment in images:
+        parts.append({"type": "input_image", "image_url": data_url(attachment), "detail": "auto"})
+    return parts
+
+
+def _assistant_items(message: AssistantMessage, items: list[dict[str, Any]], wire_name: Any, wire_id: Any) -> None:
+    """An answer's parts as input items, in the order the model produced them.
+
+    Consecutive reasoning pieces with one id become one ``reasoning`` item. A reasoning item that nothing of its
+    answer follows is left out: it preceded no call or text it could be paired with, and the API refuses a reasoning
+    item "provided without its required following item".
+    """
+    group: list[Reasoning] = []
+    pending: list[dict[str, Any]] = []  # reasoning items waiting for the part that follows them
+    for part in answer_parts(message):
+        if isinstance(part, Reasoning):
+            if part.provider != PROVIDER or part.id is None:
+                continue  # another family's reasoning (or one without an item id) is never sent
+            if group and group[0].id != part.id:
+                _close(group, pending)
+                group = []
+            group.append(part)
+            continue
+        if group:
+            _close(group, pending)
+            group = []
+        items.extend(pending)
+        pending.clear()
+        if isinstance(part, str):
+            items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": part}]})
+        else:
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": wire_id(part.id),
+                    "name": wire_name(part.name),
+                    "arguments": arguments_text(part),
+                }
+            )
+
+
+def _close(group: list[Reasoning], pending: list[dict[str, Any]]) -> None:
+    """One reasoning item from the pieces of one id, when they carry its encrypted content."""
+    encrypted = next((piece.redacted for piece in group if piece.redacted), None)
+    if encrypted is None:
+        return  # with store: false an item without its encrypted content refers to nothing
+    if len(group) == 1 and not group[0].text:
+        summary: list[dict[str, str]] = []  # an item without a summary is logged as one piece with no text
+    else:
+        summary = [{"type": "summary_text", "text": piece.text} for piece in group]
+    pending.append({"type": "reasoning", "id": group[0].id, "summary": summary, "encrypted_content": encrypted})
+
+
+# -- responses ----------------------------------------------------------------------------------------------------
+# Typed structs decode faster than dicts and ignore every field threadline does not read.
+
+
+class _Part(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+    refusal: str | None = None
+
+
+class _Item(msgspec.Struct):
+    type: str = ""
+    id: str | None = None
+    summary: list[_Part] | None = None
+    encrypted_content: str | None = None
+    content: list[_Part] | None = None
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _OutputDetails(msgspec.Struct):
+    reasoning_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    output_tokens_details: _OutputDetails | None = None
+
+
+class _Error(msgspec.Struct):
+    message: str | None = None
+    code: str | int | None = None
+    type: str | None = None
+
+
+class _Incomplete(msgspec.Struct):
+    reason: str | None = None
+
+
+class _Response(msgspec.Struct):
+    status: str | None = None
+    output: list[_Item] | None = None
+    usage: _Usage | None = None
+    error: _Error | None = None
+    incomplete_details: _Incomplete | None = None
+
+
+class _Event(msgspec.Struct):
+    type: str = ""
+    output_index: int = 0
+    summary_index: int = 0
+    delta: str | None = None
+    item: _Item | None = None
+    response: _Response | None = None
+    message: str | None = None
+    code: str | int | None = None
+    error: _Error | None = None
+
+
+_decode_response = msgspec.json.Decoder(_Response).decode
+_decode_event = msgspec.json.Decoder(_Event).decode
+
+# Events that add nothing the deltas and the complete items do not carry: skipped by their SSE name, undecoded.
+_SKIPPED = frozenset(
+    {
+        "response.created",
+        "response.in_progress",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.done",
+        "response.refusal.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.done",
+        "response.function_call_arguments.done",
+    }
+)
+
+# Error codes of a failed response that are worth a retry.
+_RETRYABLE = {"server_error": "server", "rate_limit_exceeded": "rate_limit"}
+
+
+def _error(error: _Error | None, fallback: str = "the response failed") -> ModelError:
+    code = str(error.code) if error is not None and error.code is not None else None
+    kind = code or (error.type if error is not None else None) or "error"
+    message = (error.message if error is not None else None) or fallback
+    retry = _RETRYABLE.get(kind)
+    return ModelError(
+        f"OpenAI's Responses API reported an error: {message} ({kind})",
+        type=retry or kind,
+        retryable=retry is not None,
+    )
+
+
+def _usage(usage: _Usage | None) -> Usage | None:
+    if usage is None:
+        return None
+    details = usage.output_tokens_details
+    return Usage(
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        reasoning_tokens=(details.reasoning_tokens or 0) if details is not None else 0,
+    )
+
+
+def _answer(response: _Response, items: list[_Item], context: WireContext, streamed: str | None) -> ModelResponse:
+    """The answer of a finished response, from its output items in order (``streamed``: the text already shown).
+
+    Raises:
+        ModelError: for a failed response, an output item of a type threadline does not read, or an incomplete
+            response with nothing in it.
+    """
+    if response.status == "failed" or response.error is not None:
+        raise _error(response.error)
+    texts: list[str] = []
+    reasoning: list[Reasoning] = []
+    calls: list[ToolCall] = []
+    refused = False
+    final_text: str | None = None
+    count = 0  # the answer's parts so far (reasoning pieces, its text, its calls), for `Reasoning.position`
+    real = context.catalog.real
+    response_id = context.ids.response_id
+    for item in items:
+        kind = item.type
+        if kind == "reasoning":
+            summary = [part.text or "" for part in item.summary or () if part.type == "summary_text"] or [""]
+            for number, text in enumerate(summary):
+                reasoning.append(
+                    Reasoning(
+                        text=text,
+                        redacted=item.encrypted_content if number == 0 else None,
+                        provider=PROVIDER,
+                        id=item.id,
+                        position=count if count > len(reasoning) else None,
+                    )
+                )
+                count += 1
+        elif kind == "message":
+            for part in item.content or ():
+                said = part.text if part.type == "output_text" else part.refusal if part.type == "refusal" else None
+                refused = refused or part.type == "refusal"
+                if said:
+                    count += not texts  # the answer's text is one part
+                    texts.append(said)
+        elif kind == "function_call":
+            name = item.name or ""
+            if context.final_tool is not None and name == context.final_tool:
+                final_text = item.arguments or ""
+                continue
+            parsed, raw = parse_arguments(item.arguments or "")
+            calls.append(ToolCall(id=response_id(item.call_id), name=real(name), arguments=parsed, raw_arguments=raw))
+            count += 1
+        else:
+            raise ModelError(
+                f"OpenAI's Responses API answered with an output item of type {kind!r}, which threadline does not "
+                "read (it reads message, reasoning and function_call items); nothing of this answer was kept",
+                type="bad_response",
+            )
+    content: str | None = streamed if streamed else "".join(texts) or None
+    incomplete = response.status == "incomplete"
+    reason = response.incomplete_details.reason if response.incomplete_details is not None else None
+    if final_text is not None:
+        content, stop = final_text, "stop"
+    elif incomplete:
+        stop = "content_filter" if reason == "content_filter" else "length"
+    elif refused:
+        stop = "content_filter"
+    else:
+        stop = "tool_calls" if calls else "stop"
+    if incomplete and not content and not calls:
+        raise ModelError(
+            f"OpenAI's Responses API stopped before answering ({reason or 'incomplete'}): the response has no text "
+            "and no tool call; raise max_tokens, or lower the reasoning effort",
+            type="incomplete",
+        )
+    return ModelResponse(
+        content=content,
+        tool_calls=calls,
+        usage=_usage(response.usage),
+        stop_reason=stop,
+        reasoning=reasoning,
+    )
+
+
+def parse_response(data: bytes | str, context: WireContext) -> ModelResponse:
+    """A non-streamed ``response`` object as a `ModelResponse` (real tool names, unique ids, reasoning pieces).
+
+    Raises:
+        ModelError: for a body that is not a response, a failed response, or an output item threadline does not
+            read.
+    """
+    try:
+        response = _decode_response(data)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise ModelError(
+            f"OpenAI sent a body that is not a Responses API response: {exc}", type="bad_response"
+        ) from None
+    return _answer(response, response.output or [], context, None)
+
+
+class ResponsesStream(StreamReader):
+    """Reads one streamed response, event by event.
+
+    Feed each SSE event to `feed`, which returns the text to show, a `ReasoningDelta` for a piece of a reasoning
+    summary, or None; `finish` then gives the complete `ModelResponse`, read from the complete items of
+    ``response.output_item.done`` (encrypted reasoning included), else from the output of ``response.completed``.
+    The final-result tool's argument fragments are shown as text, since they are the answer.
+    """
+
+    __slots__ = ("_done_items", "_names", "_part_numbers", "_response")
+
+    def __init__(self, context: WireContext) -> None:
+        super().__init__(context)
+        self._done_items: dict[int, _Item] = {}
+        self._names: dict[int, str] = {}  # function-call names by output index, from output_item.added
+        self._part_numbers: dict[tuple[int, int], int] = {}  # (output index, summary index) -> reasoning part
+        self._response: _Response | None = None
+
+    def feed(self, event: str, data: str) -> str | ReasoningDelta | None:
+        """Take one event; return the text or the reasoning it adds, if any.
+
+        Raises:
+            ModelError: for an ``error`` or ``response.failed`` event, or an unreadable one.
+        """
+        if event in _SKIPPED:
+            return None
+        try:
+            item = _decode_event(data)
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            raise ModelError(f"OpenAI sent an unreadable stream event: {exc}", type="bad_response") from None
+        kind = item.type or event
+        if kind in ("response.output_text.delta", "response.refusal.delta"):
+            if item.delta:
+                self._parts.append(item.delta)
+                return item.delta
+            return None
+        if kind == "response.reasoning_summary_text.delta":
+            if not item.delta:
+                return None
+            numbers = self._part_numbers
+            key = (item.output_index, item.summary_index)
+            part = numbers.get(key)
+            if part is None:
+                part = numbers[key] = len(numbers)
+            return ReasoningDelta(item.delta, part=part, provider=PROVIDER)
+        if kind == "response.function_call_arguments.delta":
+            final = self._context.final_tool
+            if final is not None and item.delta and self._names.get(item.output_index) == final:
+                return item.delta
+            return None
+        if kind == "response.output_item.added":
+            if item.item is not None and item.item.type == "function_call":
+                self._names[item.output_index] = item.item.name or ""
+            return None
+        if kind == "response.output_item.done":
+            if item.item is not None:
+                self._done_items[item.output_index] = item.item
+            return None
+        if kind in ("response.completed", "response.incomplete"):
+            self._response = item.response or _Response(status="completed")
+            self.done = True
+            return None
+        if kind == "response.failed":
+            raise _error(item.response.error if item.response is not None else None)
+        if kind == "error":
+            raise _error(item.error or _Error(message=item.message, code=item.code), "the stream reported an error")
+        return None  # created, in_progress, part and .done events, and event types added after this was written
+
+    def finish(self) -> ModelResponse:
+        """The complete response.
+
+        Raises:
+            ModelError: when the stream ended without ``response.completed`` (a cut stream), or for what
+                `parse_response` refuses.
+        """
+        response = self._response
+        if response is None:
+            raise ModelError("the stream ended before the answer was complete", type="stream_cut", retryable=True)
+        done = self._done_items
+        items = [done[index] for index in sorted(done)] if done else response.output or []
+        # The text shown is the answer; it is only absent when no text delta came at all.
+        return _answer(response, items, self._context, "".join(self._parts) or None)
