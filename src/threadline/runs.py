@@ -24,6 +24,7 @@ from .conversation import Conversation, ConversationConfig
 from .engine import TurnResult, run_turn
 from .errors import StoreError, UserError
 from .messages import AssistantMessage, Message, MessageMeta, SystemMessage, UserMessage
+from .tracing import hooks as tracing
 
 if TYPE_CHECKING:
     from .store.base import Store
@@ -126,7 +127,10 @@ class Run:
         """
         conversation = self.conversation
         async with conversation.hold():
-            async for message in self._nodes(conversation):
+            steps = self._nodes(conversation)
+            if tracing.tracer is not None:  # one span around the run's turns
+                steps = tracing.tracer.workflow(self, steps)
+            async for message in steps:
                 yield message
 
     async def _nodes(self, conversation: Conversation) -> AsyncIterator[Message]:
