@@ -118,7 +118,6 @@ def test_a_tool_turn_is_an_invoke_agent_span_with_chat_and_execute_tool_children
         "gen_ai.tool.call.id": "c1",
         "gen_ai.tool.type": "function",
         "gen_ai.tool.description": "Current weather in a city.",
-        "gen_ai.conversation.id": conversation_id,
     }
     assert attributes(time_)["gen_ai.tool.call.id"] == "c2"
     for span in spans.all:

@@ -136,7 +136,7 @@ class OtelTracer:
         if self.include_content:
             attributes[INPUT_MESSAGES] = dumps(input_messages(_request_of_turn(host.messages)))
         span = self.tracer.start_span(f"invoke_agent {AGENT}", kind=SpanKind.INTERNAL, attributes=attributes)
-        return _Turn(self, span, provider, model_id, conversation_id)
+        return _Turn(self, span, model, conversation_id)
 
     def retry(self, attempt: int, error: ModelError, delay: float) -> None:
         span = _current_chat.get()
@@ -159,7 +159,7 @@ class OtelTracer:
         span.set_attribute("mcp.method.name", "tools/call")
         span.set_attribute("network.transport", transport)
         if url:
-            _set_server(span, url)
+            span.set_attributes(_server(url))
 
     async def workflow(self, run: Any, steps: AsyncIterator[Message]) -> AsyncIterator[Message]:
         attributes: dict[str, Any] = {
@@ -202,43 +202,51 @@ class OtelTracer:
 
 
 class _Turn:
-    """One turn's span and what its children need (`hooks.TurnSpan`)."""
+    """One turn's span and what its children need (`hooks.TurnSpan`).
 
-    __slots__ = ("_conversation_id", "_model_id", "_owner", "_parent", "_provider", "content", "span", "usage_reported")
+    The attributes every model call and tool call of the turn share are worked out once, when the turn starts:
+    a turn of many rounds pays for them once.
+    """
 
-    def __init__(
-        self, owner: OtelTracer, span: Span, provider: str, model_id: str, conversation_id: str | None
-    ) -> None:
+    __slots__ = ("_chat", "_conversation_id", "_model", "_owner", "_parent", "content", "span", "usage_reported")
+
+    def __init__(self, owner: OtelTracer, span: Span, model: Model, conversation_id: str | None) -> None:
         self._owner = owner
         self.span = span
         self._parent = trace.set_span_in_context(span)
-        self._provider = provider
-        self._model_id = model_id
-        self._conversation_id = conversation_id
         self.usage_reported = False  # a turn whose model reports no usage shows none (not zero tokens)
         self.content = owner.include_content
+        self._model = model
+        self._conversation_id = conversation_id
+        self._chat = _chat_attributes(model, conversation_id)
 
     def chat(self, model: Model, request: ModelRequest) -> _Chat:
-        provider, model_id = _provider(model)
+        if model is not self._model:  # a host may hand out another model (never within one turn today)
+            self._model = model
+            self._chat = _chat_attributes(model, self._conversation_id)
+        attributes = self._chat
         settings = request.settings
-        attributes: dict[str, Any] = {OPERATION: "chat", PROVIDER: provider, REQUEST_MODEL: model_id}
-        if self._conversation_id is not None:
-            attributes[CONVERSATION_ID] = self._conversation_id
-        if settings.max_tokens is not None:
-            attributes[REQUEST_MAX_TOKENS] = settings.max_tokens
-        if settings.temperature is not None:
-            attributes[REQUEST_TEMPERATURE] = settings.temperature
-        if request.response_format is not None:
-            attributes[OUTPUT_TYPE] = "json"
-        if self.content:
-            attributes[INPUT_MESSAGES] = dumps(input_messages(request.messages))
-            if request.tools:
-                attributes[TOOL_DEFINITIONS] = dumps(tool_definitions(request.tools))
-        kind = SpanKind.INTERNAL if provider == "local" else SpanKind.CLIENT  # a model in this process
+        if (
+            settings.max_tokens is not None
+            or settings.temperature is not None
+            or request.response_format is not None
+            or self.content
+        ):
+            attributes = dict(attributes)
+            if settings.max_tokens is not None:
+                attributes[REQUEST_MAX_TOKENS] = settings.max_tokens
+            if settings.temperature is not None:
+                attributes[REQUEST_TEMPERATURE] = settings.temperature
+            if request.response_format is not None:
+                attributes[OUTPUT_TYPE] = "json"
+            if self.content:
+                attributes[INPUT_MESSAGES] = dumps(input_messages(request.messages))
+                if request.tools:
+                    attributes[TOOL_DEFINITIONS] = dumps(tool_definitions(request.tools))
+        model_id = attributes[REQUEST_MODEL]
+        # A model in this process (llama.cpp) is INTERNAL, one behind an API a CLIENT, as gen-ai-spans.md says.
+        kind = SpanKind.INTERNAL if attributes[PROVIDER] == "local" else SpanKind.CLIENT
         span = self._owner.tracer.start_span(f"chat {model_id}", context=self._parent, kind=kind, attributes=attributes)
-        base_url = getattr(model, "base_url", None)
-        if isinstance(base_url, str):
-            _set_server(span, base_url)
         # Current while the call runs: HTTP client spans of other instrumentations nest under it, and the
         # transport's retries find it.
         token = otel_context.attach(trace.set_span_in_context(span, self._parent))
@@ -247,17 +255,11 @@ class _Turn:
     async def execute_tool(
         self, call: ToolCall, tools: Mapping[str, Tool], default_timeout: float | None
     ) -> ToolMessage:
+        # The span's parent (the turn) carries the conversation id; gen-ai-spans.md lists none for execute_tool.
+        attributes = {OPERATION: "execute_tool", TOOL_TYPE: "function", TOOL_NAME: call.name, TOOL_CALL_ID: call.id}
         tool = tools.get(call.name)
-        attributes: dict[str, Any] = {
-            OPERATION: "execute_tool",
-            TOOL_NAME: call.name,
-            TOOL_CALL_ID: call.id,
-            TOOL_TYPE: "function",
-        }
         if tool is not None and tool.description:
             attributes[TOOL_DESCRIPTION] = tool.description
-        if self._conversation_id is not None:
-            attributes[CONVERSATION_ID] = self._conversation_id
         content = self.content
         if content:
             attributes[TOOL_ARGUMENTS] = dumps(tool_arguments(call))
@@ -286,15 +288,18 @@ class _Turn:
 
     def end(self, result: TurnResult, error: BaseException | None) -> None:
         span = self.span
+        attributes: dict[str, Any] = {
+            "threadline.turn.stop_reason": result.stop_reason,
+            "threadline.turn.rounds": result.rounds,
+        }
         if self.usage_reported:
-            _set_usage(span, result.usage)
-        span.set_attribute("threadline.turn.stop_reason", result.stop_reason)
-        span.set_attribute("threadline.turn.rounds", result.rounds)
+            _usage(attributes, result.usage)
         if self.content:
             answers = [m for m in result.new_messages if isinstance(m, AssistantMessage)]
             if answers:
                 secrets = secret_values(call for answer in answers for call in answer.tool_calls)
-                span.set_attribute(OUTPUT_MESSAGES, dumps(answer_messages(answers[-1], secrets)))
+                attributes[OUTPUT_MESSAGES] = dumps(answer_messages(answers[-1], secrets))
+        span.set_attributes(attributes)
         if error is not None and not isinstance(error, GeneratorExit):  # GeneratorExit: the caller stopped reading
             _fail(span, _error_type(error), _error_text(error))
         span.end()
@@ -313,19 +318,19 @@ class _Chat:
         self._var = var
 
     def done(self, response: ModelResponse) -> None:
-        span = self.span
         name = response.model
         if name:
             _, colon, rest = name.partition(":")
             name = rest if colon and rest else name
-        span.set_attribute(RESPONSE_MODEL, name or self._model_id)
+        attributes: dict[str, Any] = {RESPONSE_MODEL: name or self._model_id}
         if response.stop_reason:
-            span.set_attribute(FINISH_REASONS, [response.stop_reason])
+            attributes[FINISH_REASONS] = (response.stop_reason,)
         if response.usage is not None:
             self._turn.usage_reported = True
-            _set_usage(span, response.usage)
+            _usage(attributes, response.usage)
         if self._turn.content:
-            span.set_attribute(OUTPUT_MESSAGES, dumps(output_messages(response)))
+            attributes[OUTPUT_MESSAGES] = dumps(output_messages(response))
+        self.span.set_attributes(attributes)
         self._close()
 
     def failed(self, error: LLMError) -> None:
@@ -336,6 +341,18 @@ class _Chat:
         _current_chat.reset(self._var)
         otel_context.detach(self._token)  # type: ignore[arg-type]
         self.span.end()
+
+
+def _chat_attributes(model: Model, conversation_id: str | None) -> dict[str, Any]:
+    """The attributes every call of ``model`` in a turn starts with."""
+    provider, model_id = _provider(model)
+    attributes: dict[str, Any] = {OPERATION: "chat", PROVIDER: provider, REQUEST_MODEL: model_id}
+    if conversation_id is not None:
+        attributes[CONVERSATION_ID] = conversation_id
+    base_url = getattr(model, "base_url", None)
+    if isinstance(base_url, str):
+        attributes.update(_server(base_url))
+    return attributes
 
 
 def _provider(model: Model) -> tuple[str, str]:
@@ -358,27 +375,25 @@ def _request_of_turn(messages: Any) -> list[Message]:
     return tail
 
 
-def _set_usage(span: Span, usage: Usage | None) -> None:
-    if usage is None:
-        return
-    span.set_attribute(INPUT_TOKENS, usage.input_tokens)
-    span.set_attribute(OUTPUT_TOKENS, usage.output_tokens)
+def _usage(attributes: dict[str, Any], usage: Usage) -> None:
+    attributes[INPUT_TOKENS] = usage.input_tokens
+    attributes[OUTPUT_TOKENS] = usage.output_tokens
     if usage.reasoning_tokens:
-        span.set_attribute(REASONING_TOKENS, usage.reasoning_tokens)
+        attributes[REASONING_TOKENS] = usage.reasoning_tokens
 
 
-def _set_server(span: Span, url: str) -> None:
+def _server(url: str) -> dict[str, Any]:
+    """``server.address`` and ``server.port`` of a URL (none for one that cannot be read)."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        return
-    if parts.hostname:
-        span.set_attribute(SERVER_ADDRESS, parts.hostname)
-        if port is None:
-            port = 443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None
-        if port is not None:
-            span.set_attribute(SERVER_PORT, port)
+        return {}
+    if not parts.hostname:
+        return {}
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None
+    return {SERVER_ADDRESS: parts.hostname} if port is None else {SERVER_ADDRESS: parts.hostname, SERVER_PORT: port}
 
 
 def _fail(span: Span, error_type: str, description: str | None) -> None:
