@@ -260,15 +260,19 @@ async def run_turn(
             result.rounds += 1
             tool_choice = None  # Only the first request of a turn is forced.
     except BaseException as exc:
-        if span is not None:
-            span.end(result, exc)
-        if hold is not None:
-            await hold.__aexit__(type(exc), exc, exc.__traceback__)
+        try:
+            if span is not None:
+                span.end(result, exc)
+        finally:
+            if hold is not None:
+                await hold.__aexit__(type(exc), exc, exc.__traceback__)
         raise
-    if span is not None:
-        span.end(result, None)
-    if hold is not None:
-        await hold.__aexit__(None, None, None)
+    try:
+        if span is not None:
+            span.end(result, None)
+    finally:
+        if hold is not None:
+            await hold.__aexit__(None, None, None)
 
 
 def pending_calls_before(messages: MessageList, message: Message) -> list[ToolCall]:
@@ -369,14 +373,16 @@ async def _call_model(
             raised = exc
         if isinstance(raised, ModelError):
             raised.partial = partial
-        if call is not None:
-            call.failed(error)
         failure = AssistantMessage(
             content=partial, error=error, model=model.name, reasoning=thinking.partial(), meta=_meta(options)
         )
-        host.record(failure)  # a StoreError here replaces the model's failure: the caller must see it
-        result.new_messages.append(failure)
-        result.stop_reason = "error"
+        try:
+            host.record(failure)  # a StoreError here replaces the model's failure: the caller must see it
+            result.new_messages.append(failure)
+            result.stop_reason = "error"
+        finally:
+            if call is not None:
+                call.failed(error)
         if raised is exc:
             raise
         raise raised from exc

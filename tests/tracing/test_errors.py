@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 
 from tests.providers.servers import Answer, FakeOpenAI, Status, ToolUse
@@ -241,3 +242,24 @@ def test_a_failed_model_call_records_the_logged_error_type(spans: Spans) -> None
     chat = spans.one("chat scripted")
     assert_failed(chat, "rate_limit")
     assert chat.status.description == "slow down"
+
+
+async def test_a_store_failure_while_logging_a_failed_call_still_closes_its_spans(spans: Spans) -> None:
+    from tests.core.test_engine_host import ListHost
+    from threadline import StoreError
+    from threadline.engine import TurnOptions, TurnResult, run_turn
+
+    class HostWithAFullDisk(ListHost):
+        def record(self, message: Any) -> None:
+            if isinstance(message, AssistantMessage) and message.error is not None:
+                raise StoreError("disk full")
+            super().record(message)
+
+    model = ScriptedModel([ModelError("overloaded", type="overloaded", status=529)])
+    host = HostWithAFullDisk([UserMessage(content="Hi")], model, [])
+    with pytest.raises(StoreError):
+        async for _ in run_turn(host, TurnOptions(), TurnResult()):
+            pass
+    assert_failed(spans.one("chat scripted"), "overloaded")
+    assert_failed(spans.one("invoke_agent threadline"), "StoreError")
+    assert trace.get_current_span() is trace.INVALID_SPAN  # the model call's span did not stay current

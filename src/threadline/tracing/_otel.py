@@ -31,7 +31,7 @@ call's spans are current only while the call runs, within one step of the turn.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -134,7 +134,7 @@ class OtelTracer:
             if meta.node_id:
                 attributes["threadline.run.node_id"] = meta.node_id
         if self.include_content:
-            attributes[INPUT_MESSAGES] = dumps(input_messages(_request_of_turn(host.messages)))
+            _content(attributes, INPUT_MESSAGES, lambda: input_messages(_request_of_turn(host.messages)))
         span = self.tracer.start_span(f"invoke_agent {AGENT}", kind=SpanKind.INTERNAL, attributes=attributes)
         return _Turn(self, span, model, conversation_id)
 
@@ -240,9 +240,9 @@ class _Turn:
             if request.response_format is not None:
                 attributes[OUTPUT_TYPE] = "json"
             if self.content:
-                attributes[INPUT_MESSAGES] = dumps(input_messages(request.messages))
+                _content(attributes, INPUT_MESSAGES, lambda: input_messages(request.messages))
                 if request.tools:
-                    attributes[TOOL_DEFINITIONS] = dumps(tool_definitions(request.tools))
+                    _content(attributes, TOOL_DEFINITIONS, lambda: tool_definitions(request.tools))
         model_id = attributes[REQUEST_MODEL]
         # A model in this process (llama.cpp) is INTERNAL, one behind an API a CLIENT, as gen-ai-spans.md says.
         kind = SpanKind.INTERNAL if attributes[PROVIDER] == "local" else SpanKind.CLIENT
@@ -262,7 +262,7 @@ class _Turn:
             attributes[TOOL_DESCRIPTION] = tool.description
         content = self.content
         if content:
-            attributes[TOOL_ARGUMENTS] = dumps(tool_arguments(call))
+            _content(attributes, TOOL_ARGUMENTS, lambda: tool_arguments(call))
         span = self._owner.tracer.start_span(
             f"execute_tool {call.name}", context=self._parent, kind=SpanKind.INTERNAL, attributes=attributes
         )
@@ -298,7 +298,7 @@ class _Turn:
             answers = [m for m in result.new_messages if isinstance(m, AssistantMessage)]
             if answers:
                 secrets = secret_values(call for answer in answers for call in answer.tool_calls)
-                attributes[OUTPUT_MESSAGES] = dumps(answer_messages(answers[-1], secrets))
+                _content(attributes, OUTPUT_MESSAGES, lambda: answer_messages(answers[-1], secrets))
         span.set_attributes(attributes)
         if error is not None and not isinstance(error, GeneratorExit):  # GeneratorExit: the caller stopped reading
             _fail(span, _error_type(error), _error_text(error))
@@ -329,7 +329,7 @@ class _Chat:
             self._turn.usage_reported = True
             _usage(attributes, response.usage)
         if self._turn.content:
-            attributes[OUTPUT_MESSAGES] = dumps(output_messages(response))
+            _content(attributes, OUTPUT_MESSAGES, lambda: output_messages(response))
         self.span.set_attributes(attributes)
         self._close()
 
@@ -394,6 +394,14 @@ def _server(url: str) -> dict[str, Any]:
     if port is None:
         port = 443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None
     return {SERVER_ADDRESS: parts.hostname} if port is None else {SERVER_ADDRESS: parts.hostname, SERVER_PORT: port}
+
+
+def _content(attributes: dict[str, Any], name: str, build: Callable[[], Any]) -> None:
+    """Add a content attribute as JSON; one that cannot be built is left out: tracing never fails a turn."""
+    try:
+        attributes[name] = dumps(build())
+    except Exception:
+        pass
 
 
 def _fail(span: Span, error_type: str, description: str | None) -> None:
