@@ -13,7 +13,8 @@ answers as ``interrupted``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -130,10 +131,11 @@ class Run:
             steps = self._nodes(conversation)
             if tracing.tracer is not None:  # one span around the run's turns
                 steps = tracing.tracer.workflow(self, steps)
-            async for message in steps:
-                yield message
+            async with aclosing(steps):  # a caller that stops reading ends the node's turn (and its spans) now
+                async for message in steps:
+                    yield message
 
-    async def _nodes(self, conversation: Conversation) -> AsyncIterator[Message]:
+    async def _nodes(self, conversation: Conversation) -> AsyncGenerator[Message, None]:
         if conversation.config.mode != "run":
             conversation.apply_config_deltas({"mode": "run"})
         if not self._started():

@@ -29,6 +29,7 @@ from threadline import (
     llm,
     open_store,
 )
+from threadline.errors import ModelError
 from threadline.runs import Node, Run
 from threadline.testing import ScriptedModel
 
@@ -362,3 +363,26 @@ def test_reasoning_tokens_are_left_out_when_the_model_reports_none(spans: Spans,
     llm.model(ScriptedModel(["No usage reported."])).request("Hi").prompt()
     for span in spans.all:
         assert not any(key.startswith("gen_ai.usage.") for key in attributes(span))
+
+
+def test_a_run_whose_node_fails_ends_its_workflow_span_in_error(spans: Spans) -> None:
+    conversation = Conversation(config=ConversationConfig(model=ScriptedModel([ModelError("down", type="server")])))
+    run = Run(conversation, "Plan a trip", [Node("check", "Check the weather"), Node("pack", "Pack")])
+    with pytest.raises(ModelError):
+        run.run()
+    workflow = spans.one("invoke_workflow threadline.run")
+    assert workflow.status.status_code == StatusCode.ERROR
+    assert attributes(workflow)["error.type"] == "server"
+    (turn,) = spans.children(workflow)  # the second node never started
+    assert attributes(turn)["error.type"] == "server"
+
+
+async def test_a_run_left_after_its_first_message_ends_its_workflow_span_without_error(spans: Spans) -> None:
+    conversation = Conversation(config=ConversationConfig(model=ScriptedModel(["Done."])))
+    run = Run(conversation, "Plan a trip", [Node("check", "Check the weather")])
+    steps = run.iterate()
+    async for _ in steps:
+        break  # the caller stops reading
+    await steps.aclose()
+    workflow = spans.one("invoke_workflow threadline.run")
+    assert workflow.status.status_code == StatusCode.UNSET

@@ -31,7 +31,7 @@ call's spans are current only while the call runs, within one step of the turn.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -161,7 +161,7 @@ class OtelTracer:
         if url:
             span.set_attributes(_server(url))
 
-    async def workflow(self, run: Any, steps: AsyncIterator[Message]) -> AsyncIterator[Message]:
+    async def workflow(self, run: Any, steps: AsyncGenerator[Message, None]) -> AsyncGenerator[Message, None]:
         attributes: dict[str, Any] = {
             OPERATION: "invoke_workflow",
             WORKFLOW_NAME: WORKFLOW,
@@ -188,14 +188,14 @@ class OtelTracer:
                     otel_context.detach(token)
                 yield message
         except BaseException as exc:
-            _fail(span, _error_type(exc), _error_text(exc))
+            if not isinstance(exc, GeneratorExit):  # GeneratorExit: the caller stopped reading
+                _fail(span, _error_type(exc), _error_text(exc))
             raise
         finally:
-            aclose = getattr(steps, "aclose", None)
-            if not finished and aclose is not None:
+            if not finished:
                 token = otel_context.attach(inside)
                 try:
-                    await aclose()
+                    await steps.aclose()
                 finally:
                     otel_context.detach(token)
             span.end()

@@ -9,7 +9,7 @@ Nothing here imports OpenTelemetry.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class Tracer(Protocol):
         """The current tool call goes to an MCP server (``transport``: ``"pipe"`` for stdio, ``"tcp"`` for HTTP)."""
         ...
 
-    def workflow(self, run: Any, steps: AsyncIterator[Message]) -> AsyncIterator[Message]:
+    def workflow(self, run: Any, steps: AsyncGenerator[Message, None]) -> AsyncGenerator[Message, None]:
         """``steps`` (the messages of a `threadline.runs.Run`) driven inside one workflow span."""
         ...
 
