@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from .hashing import request_hash
     from .reactive import Cell, GenerateTextState, reactive_generate_text
     from .store import ConversationInfo, ConversationSummary, MessagePage, Store, open_store
+    from .tracing import instrument, uninstrument
 
 __version__ = "0.1.0"
 
@@ -133,12 +134,14 @@ __all__ = [
     "generate_text",
     "generate_text_sync",
     "get_model",
+    "instrument",
     "llm",
     "open_store",
     "reactive_generate_text",
     "request_hash",
     "system",
     "tool",
+    "uninstrument",
     "user",
 ]
 
@@ -158,6 +161,8 @@ _LAZY = {
     "ConversationInfo": "store",
     "ConversationSummary": "store",
     "MessagePage": "store",
+    "instrument": "tracing",
+    "uninstrument": "tracing",
 }
 
 

@@ -41,11 +41,13 @@ from .messages import (
 )
 from .models.base import ModelRequest, ModelResponse, ModelSettings, ReasoningDelta, ResponseFormat, TextDelta
 from .tools import ResolvedTools, execute_tool_call
+from .tracing import hooks as tracing
 
 if TYPE_CHECKING:
     from .context import BuiltContext
     from .models.base import Model
     from .tools import Tool
+    from .tracing.hooks import TurnSpan
 
 __all__ = [
     "INTERRUPTED_TOOL",
@@ -182,9 +184,13 @@ async def run_turn(
         result = TurnResult()
     if hold is not None:
         await hold.__aenter__()
+    span: TurnSpan | None = None
     try:
         # One generator, not one wrapping another: every message of every turn passes through here.
         model = host.resolve_model()
+        tracer = tracing.tracer  # None unless threadline.instrument() was called: then this is all a turn pays
+        if tracer is not None:
+            span = tracer.turn(host, model, options)
         meta = _meta(options)
         record = host.record
         new_messages = result.new_messages
@@ -212,7 +218,7 @@ async def run_turn(
             )
             model.check(request)
 
-            response = await _call_model(host, model, request, options, result)
+            response = await _call_model(host, model, request, options, result, span)
             calls = response.tool_calls
             message = AssistantMessage(
                 content=response.content,
@@ -247,18 +253,26 @@ async def run_turn(
                 result.stop_reason = "max_tool_rounds"
                 break
 
-            async for tool_message in _run_tools(message.tool_calls, offered, options):
+            async for tool_message in _run_tools(message.tool_calls, offered, options, span):
                 record(tool_message)
                 new_messages.append(tool_message)
                 yield tool_message
             result.rounds += 1
             tool_choice = None  # Only the first request of a turn is forced.
     except BaseException as exc:
-        if hold is not None:
-            await hold.__aexit__(type(exc), exc, exc.__traceback__)
+        try:
+            if span is not None:
+                span.end(result, exc)
+        finally:
+            if hold is not None:
+                await hold.__aexit__(type(exc), exc, exc.__traceback__)
         raise
-    if hold is not None:
-        await hold.__aexit__(None, None, None)
+    try:
+        if span is not None:
+            span.end(result, None)
+    finally:
+        if hold is not None:
+            await hold.__aexit__(None, None, None)
 
 
 def pending_calls_before(messages: MessageList, message: Message) -> list[ToolCall]:
@@ -302,13 +316,19 @@ def repair_pending(host: TurnHost, meta: Any = None, calls: Iterable[ToolCall] |
 
 
 async def _call_model(
-    host: TurnHost, model: Model, request: ModelRequest, options: TurnOptions, result: TurnResult
+    host: TurnHost,
+    model: Model,
+    request: ModelRequest,
+    options: TurnOptions,
+    result: TurnResult,
+    span: TurnSpan | None = None,
 ) -> ModelResponse:
     """Stream one model call and check what it returned; on failure record the partial output and raise."""
     parts: list[str] = []
     thinking = _Thinking(options.on_reasoning)
     on_text = options.on_text
     response: ModelResponse | None = None
+    call = None if span is None else span.chat(model, request)
     try:
         async for event in model.stream(request):
             if isinstance(event, TextDelta):
@@ -356,12 +376,18 @@ async def _call_model(
         failure = AssistantMessage(
             content=partial, error=error, model=model.name, reasoning=thinking.partial(), meta=_meta(options)
         )
-        host.record(failure)  # a StoreError here replaces the model's failure: the caller must see it
-        result.new_messages.append(failure)
-        result.stop_reason = "error"
+        try:
+            host.record(failure)  # a StoreError here replaces the model's failure: the caller must see it
+            result.new_messages.append(failure)
+            result.stop_reason = "error"
+        finally:
+            if call is not None:
+                call.failed(error)
         if raised is exc:
             raise
         raise raised from exc
+    if call is not None:
+        call.done(response)
     return response
 
 
@@ -538,15 +564,18 @@ def _invalid(model: Model, problem: str) -> ModelError:
     return ModelError(f"model {model.name!r} {problem}", type="invalid_response")
 
 
-async def _run_tools(calls: list[ToolCall], tools: dict[str, Any], options: TurnOptions) -> AsyncIterator[ToolMessage]:
+async def _run_tools(
+    calls: list[ToolCall], tools: dict[str, Any], options: TurnOptions, span: TurnSpan | None = None
+) -> AsyncIterator[ToolMessage]:
     """Run calls concurrently; yield results in call order, each as soon as it and the earlier ones are done."""
     timeout = options.tool_timeout
+    execute = execute_tool_call if span is None else span.execute_tool
     if len(calls) == 1:
-        yield _with_meta(await execute_tool_call(calls[0], tools, timeout), options)
+        yield _with_meta(await execute(calls[0], tools, timeout), options)
         return
     import asyncio  # already loaded here (a coroutine is running); not imported with the package
 
-    tasks = [asyncio.ensure_future(execute_tool_call(call, tools, timeout)) for call in calls]
+    tasks = [asyncio.ensure_future(execute(call, tools, timeout)) for call in calls]
     try:
         for task in tasks:
             yield _with_meta(await task, options)

@@ -30,6 +30,7 @@ from .errors import UserError
 from .mcp_connection import MCPConnection, MCPConnectionError, MCPToolError, ServerListing, safe_url
 from .tools.base_toolset import BaseToolset
 from .tools.tool import Tool, ToolArgumentsError
+from .tracing import hooks as tracing
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -274,6 +275,8 @@ def _caller(connection: MCPConnection, remote: str) -> Callable[..., Awaitable[s
     """The handler of one tool: it holds the connection, not the toolset, so the toolset can be collected."""
 
     async def call(**arguments: Any) -> str:
+        if tracing.tracer is not None:  # the tool call's span says it went to an MCP server
+            tracing.tracer.mcp_call(remote, "pipe" if connection.command else "tcp", connection.url)
         return result_text(await connection.call(remote, arguments))
 
     call.__name__ = remote

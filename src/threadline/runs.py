@@ -13,7 +13,8 @@ answers as ``interrupted``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,6 +25,7 @@ from .conversation import Conversation, ConversationConfig
 from .engine import TurnResult, run_turn
 from .errors import StoreError, UserError
 from .messages import AssistantMessage, Message, MessageMeta, SystemMessage, UserMessage
+from .tracing import hooks as tracing
 
 if TYPE_CHECKING:
     from .store.base import Store
@@ -126,10 +128,14 @@ class Run:
         """
         conversation = self.conversation
         async with conversation.hold():
-            async for message in self._nodes(conversation):
-                yield message
+            steps = self._nodes(conversation)
+            if tracing.tracer is not None:  # one span around the run's turns
+                steps = tracing.tracer.workflow(self, steps)
+            async with aclosing(steps):  # a caller that stops reading ends the node's turn (and its spans) now
+                async for message in steps:
+                    yield message
 
-    async def _nodes(self, conversation: Conversation) -> AsyncIterator[Message]:
+    async def _nodes(self, conversation: Conversation) -> AsyncGenerator[Message, None]:
         if conversation.config.mode != "run":
             conversation.apply_config_deltas({"mode": "run"})
         if not self._started():

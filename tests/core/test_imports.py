@@ -8,7 +8,7 @@ import sys
 
 HEAVY = ["httpx", "httpx_sse", "llama_cpp", "psycopg", "psycopg_pool", "click", "rich", "starlette", "uvicorn",
          "jinja2", "markdown_it", "pygments", "pydantic", "pydantic_core", "openai", "anthropic", "mcp", "mcp_types",
-         "jsonschema"]  # fmt: skip
+         "jsonschema", "opentelemetry"]  # fmt: skip
 
 
 def loaded_after(code: str) -> set[str]:
@@ -83,6 +83,7 @@ EXTRA_ENTRY_POINTS = {
     "threadline.store.postgres": set(),  # postgres: psycopg loads when a store connects
     "threadline.mcp_toolset": set(),  # mcp: the SDK loads when a toolset connects
     "threadline.toolboxes": set(),
+    "threadline.tracing": set(),  # otel: OpenTelemetry loads with threadline.instrument(), not with the module
     "threadline.models.openai": {"httpx", "httpx_sse"},
     "threadline.models.anthropic": {"httpx", "httpx_sse"},
 }

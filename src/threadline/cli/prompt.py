@@ -14,6 +14,7 @@ import click
 
 from ._errors import EXIT_USAGE, CommandError, friendly_errors
 from .loading import check_tool_choice, load_tool, load_tools, prepare_model, resolve_model
+from .otlp import otlp_option
 from .store_option import open_cli_store, store_option
 from .turn_printer import (
     EXIT_INTERRUPTED,
@@ -196,6 +197,7 @@ def configure(
 @_no_log_option
 @_wait_option
 @store_option
+@otlp_option
 @friendly_errors
 def prompt(
     text: str | None,
@@ -266,6 +268,7 @@ def _where(conversation: Conversation, events: Console) -> None:
 @_no_log_option
 @_wait_option
 @store_option
+@otlp_option
 @friendly_errors
 def chat(
     model_name: str | None,

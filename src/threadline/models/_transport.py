@@ -59,6 +59,7 @@ import httpx
 from httpx_sse import EventSource
 
 from ..errors import ModelError
+from ..tracing import hooks as tracing
 from .base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 
 __all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]
@@ -289,6 +290,8 @@ class Endpoint:
                 if why_not is None:
                     delay = self._delay(attempt, signals.retry_after)
                     if deadline is None or now + delay <= deadline:
+                        if tracing.tracer is not None:
+                            tracing.tracer.retry(attempt + 1, self._redact(error), delay)
                         await asyncio.sleep(delay)
                         attempt += 1
                         continue

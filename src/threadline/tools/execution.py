@@ -81,7 +81,13 @@ class _Unfinished(Exception):
         self.stopped = stopped
 
 
-async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_timeout: float | None) -> ToolMessage:
+async def execute_tool_call(
+    call: ToolCall,
+    tools: Mapping[str, Tool],
+    default_timeout: float | None,
+    *,
+    on_error: Callable[[str], Any] | None = None,
+) -> ToolMessage:
     """Run one tool call and return its result message; every failure becomes an ``is_error`` result.
 
     Invalid arguments, unknown tools, any exception the tool raises (``SystemExit`` and other `BaseException`s
@@ -92,13 +98,19 @@ async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_t
     A sync tool runs on a daemon worker thread: past its timeout the turn goes on without it, and the result says
     it may still be running (a thread cannot be stopped). An async tool past its timeout is cancelled and given
     `CANCEL_GRACE` seconds to stop; one that ignores the cancellation is left running.
+
+    ``on_error``, when given, is called with a short name of what went wrong when the result is an error (for
+    tracing's ``error.type``): the class name of the exception the tool raised, ``"timeout"``,
+    ``"invalid_arguments"``, ``"unknown_tool"`` or ``"unencodable_result"``.
     """
     started = time.perf_counter()
     tool_ = tools.get(call.name)
     is_error = True
+    kind = "invalid_arguments"
     if tool_ is None:
         available = ", ".join(sorted(tools)) or "none"
         content = f"Unknown tool {call.name!r}. Available tools: {available}."
+        kind = "unknown_tool"
     elif call.raw_arguments is not None:
         content = (
             f"Invalid arguments for tool {call.name!r}: not valid JSON ({_preview(call.raw_arguments)}). "
@@ -117,6 +129,7 @@ async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_t
                 else:
                     outcome = await _run_sync(tool_.handler, kwargs, timeout)
             except _Unfinished as unfinished:
+                kind = "timeout"
                 if unfinished.stopped:
                     content = f"Tool {call.name!r} timed out after {timeout:g} s and was stopped."
                 else:
@@ -126,6 +139,7 @@ async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_t
                     if isinstance(outcome.value, KeyboardInterrupt):
                         raise outcome.value
                     content = f"Tool {call.name!r} failed: {describe_exception(outcome.value)}"
+                    kind = type(outcome.value).__name__
                 else:
                     try:
                         content = encode_result(outcome.value)
@@ -134,6 +148,9 @@ async def execute_tool_call(call: ToolCall, tools: Mapping[str, Tool], default_t
                         content = (
                             f"Tool {call.name!r} returned a value that cannot be encoded: {describe_exception(exc)}"
                         )
+                        kind = "unencodable_result"
+    if is_error and on_error is not None:
+        on_error(kind)
     return ToolMessage(
         tool_call_id=call.id,
         tool_name=call.name,

@@ -1,0 +1,212 @@
+"""Tracing benchmarks (DESIGN §13): what a tool round of the engine costs with and without `threadline.instrument`.
+
+Each figure is the engine's cost per tool round: a `Conversation` turn of ten tool rounds (a sync tool) and a final
+answer on a `ScriptedModel`, divided by ten — the workload of ``bench_generate.py``'s engine row. Measured:
+
+1. **uninstrumented, main** — the same turns on another checkout's code (``--baseline SRC``, by default
+   ``/work/main/src`` when it exists), in a subprocess: what a turn cost before the tracing hooks existed;
+2. **uninstrumented** — this checkout, nothing instrumented (target: within noise of 1, i.e. <= 1.05x of main);
+3. **instrumented, no-op tracer** — ``threadline.instrument`` with OpenTelemetry's ``NoOpTracerProvider``: what
+   threadline's own hooks cost (span objects that record nothing, contexts made current), without the SDK;
+4. **instrumented** — ``threadline.instrument(tracer_provider=…)`` with the OpenTelemetry SDK's ``TracerProvider``
+   and a ``SimpleSpanProcessor`` over an exporter that drops the spans, so each span is built, ended and handed
+   to an exporter on the turn's own time (target <= 1.5x of uninstrumented);
+5. **instrumented with content** — the same with ``include_content=True`` (every request's messages encoded as
+   JSON on each model call's span; reported, no target).
+
+The configurations are measured in turn, batch by batch, so all see the same machine; each figure is the lowest
+median of its batches (the least disturbed one: the others also measure whatever else the machine runs), and how
+far the median batch lies above it is printed as the noise.
+
+Run: python bench/bench_tracing.py [--quick] [--baseline SRC]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+ROUNDS = 10
+TARGET_OFF = 1.05
+TARGET_ON = 1.5
+
+
+def get_weather(city: str) -> str:
+    """Current weather in a city.
+
+    Args:
+        city: The city name.
+    """
+    return f"22 C and sunny in {city}"
+
+
+def measure(modes: list[str], turns: int, batches: int) -> dict[str, list[float]]:
+    """Seconds per tool round, by configuration (``off``, ``on``, ``content``): the median of each batch.
+
+    The configurations take turns in batches of ``turns`` turns, ``batches`` times over, so a machine that gets
+    busier or quieter meanwhile weighs on all of them alike.
+    """
+    from threadline import AssistantMessage, Conversation, ConversationConfig, Tool, ToolCall, UserMessage
+    from threadline.testing import ScriptedModel
+
+    provider: Any = None
+    if modes != ["off"]:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+        class Drop(SpanExporter):
+            def export(self, spans: Any) -> SpanExportResult:
+                return SpanExportResult.SUCCESS
+
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(Drop()))
+
+    def configure(mode: str) -> None:
+        if mode == "off":
+            if provider is not None:
+                import threadline
+
+                threadline.uninstrument()
+            return
+        import threadline
+
+        if mode == "noop":
+            from opentelemetry.trace import NoOpTracerProvider
+
+            threadline.instrument(tracer_provider=NoOpTracerProvider())
+        else:
+            threadline.instrument(tracer_provider=provider, include_content=mode == "content")
+
+    tool = Tool(get_weather)
+
+    def script() -> list[Any]:
+        calls = [
+            AssistantMessage(tool_calls=[ToolCall(id=f"c{i}", name="get_weather", arguments={"city": f"city {i}"})])
+            for i in range(ROUNDS)
+        ]
+        return [*calls, "Every city is sunny."]
+
+    async def turn() -> float:
+        model = ScriptedModel(script())
+        conversation = Conversation(
+            messages=[UserMessage(content="Weather everywhere?")], config=ConversationConfig(model=model, tools=[tool])
+        )
+        start = time.perf_counter()
+        async for _ in conversation.run():
+            pass
+        elapsed = time.perf_counter() - start
+        assert len(model.requests) == ROUNDS + 1
+        return elapsed / ROUNDS
+
+    async def main() -> dict[str, list[float]]:
+        for mode in modes:  # warm up: caches, validators, worker threads
+            configure(mode)
+            for _ in range(10):
+                await turn()
+        out: dict[str, list[float]] = {mode: [] for mode in modes}
+        for _ in range(batches):
+            for mode in modes:
+                configure(mode)
+                out[mode].append(statistics.median([await turn() for _ in range(turns)]))
+        configure("off")
+        return out
+
+    gc.collect()
+    try:
+        return asyncio.run(main())
+    finally:
+        if provider is not None:
+            provider.shutdown()
+
+
+def measure_elsewhere(src: str, turns: int) -> float:
+    """Uninstrumented seconds per tool round (the median of ``turns`` turns), measured by the checkout at ``src``
+    (first on the path) in a subprocess."""
+    env = {**os.environ, "PYTHONPATH": src}
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--measure-off", str(turns)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    value: float = json.loads(out.stdout.strip().splitlines()[-1])
+    return value
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if "--measure-off" in args:  # the subprocess side of measure_elsewhere
+        print(json.dumps(measure(["off"], int(args[args.index("--measure-off") + 1]), 1)["off"][0]))
+        return
+    from _common import print_table, record
+
+    quick = "--quick" in args
+    baseline = args[args.index("--baseline") + 1] if "--baseline" in args else "/work/main/src"
+    if not (Path(baseline) / "threadline" / "__init__.py").exists():
+        baseline = ""
+    here = str(BENCH.parent / "src")
+    turns, batches = (10, 4) if quick else (20, 12)
+
+    # Uninstrumented, here and on main: each in a fresh process (main cannot be imported beside this checkout),
+    # alternating, so both see the same machine.
+    versus: dict[str, list[float]] = {"main": [], "here": []}
+    if baseline:
+        for _ in range(batches // 2):
+            versus["main"].append(measure_elsewhere(baseline, turns * 2))
+            versus["here"].append(measure_elsewhere(here, turns * 2))
+    # Instrumented against uninstrumented, in one process, batch by batch.
+    runs = measure(["off", "noop", "on", "content"], turns, batches)
+
+    # Each figure is its least disturbed batch (the lowest batch median): on a shared machine the others measure
+    # the neighbours too.
+    us = {mode: min(values) * 1e6 for mode, values in {**runs, **versus}.items() if values}
+    rows: list[list[Any]] = []
+    off_ratio = us["here"] / us["main"] if baseline else None
+    if off_ratio is not None:
+        rows.append(["uninstrumented, main (own process)", us["main"], "-", "-", "-"])
+        met = off_ratio <= TARGET_OFF
+        rows.append(["uninstrumented, this branch (own process)", us["here"], off_ratio, TARGET_OFF, met])
+    on_ratio = us["on"] / us["off"]
+    noop_ratio = us["noop"] / us["off"]
+    content_ratio = us["content"] / us["off"]
+    rows.append(["uninstrumented", us["off"], "-", "-", "-"])
+    rows.append(["instrumented, no-op tracer (hooks only)", us["noop"], noop_ratio, "-", "-"])
+    rows.append(["instrumented (SDK, spans dropped)", us["on"], on_ratio, TARGET_ON, on_ratio <= TARGET_ON])
+    rows.append(["instrumented + content", us["content"], content_ratio, "-", "-"])
+    print_table(
+        "Tracing: engine cost of a tool round (µs, best batch; ratios: this branch vs main, instrumented vs not)",
+        ["configuration", "µs/round", "ratio", "target", "met"],
+        rows,
+    )
+    noise = statistics.median(runs["off"]) / min(runs["off"]) - 1
+    where = f"main = {baseline}" if baseline else "no baseline checkout found (--baseline SRC)"
+    print(f"noise: the median uninstrumented batch is {noise:.1%} above the best one; {where}")
+    record(
+        "bench_tracing",
+        {
+            "us_per_round": us,
+            "this_branch_vs_main": {"ratio": off_ratio, "target": TARGET_OFF, "baseline": baseline or None},
+            "instrumented_vs_uninstrumented": {"ratio": on_ratio, "target": TARGET_ON},
+            "noop_vs_uninstrumented": {"ratio": noop_ratio},
+            "content_vs_uninstrumented": {"ratio": content_ratio},
+            "batch_medians_us": {mode: [v * 1e6 for v in values] for mode, values in {**runs, **versus}.items()},
+            "noise": noise,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()

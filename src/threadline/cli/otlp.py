@@ -1,0 +1,56 @@
+"""``--otlp URL``: a command's turns sent as OpenTelemetry spans to an OTLP/HTTP endpoint (Phoenix, Jaeger, Langfuse,
+a collector), also when ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set.
+
+The spans are flushed before the command exits, however it ends: an answer, an error, Ctrl-C.
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` (the variable OpenTelemetry's GenAI instrumentations
+read) records message content too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import UserError
+from ._errors import EXIT_USAGE, CommandError
+
+__all__ = ["otlp_option"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+_CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+def otlp_option(fn: F) -> F:
+    """Add ``--otlp URL`` to a command, and trace the command's turns when it (or the environment) names one."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, otlp_url: str | None, **kwargs: Any) -> Any:
+        if otlp_url is None and not any(os.environ.get(name) for name in _ENDPOINT_VARIABLES):
+            return fn(*args, **kwargs)
+        from ..tracing.otlp import export_otlp
+
+        content = os.environ.get(_CONTENT_VARIABLE, "").strip().lower() in ("1", "true", "yes")
+        try:
+            export = export_otlp(otlp_url, include_content=content)
+        except UserError as exc:
+            raise CommandError(str(exc), EXIT_USAGE) from None
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            export.close()
+
+    option = click.option(
+        "--otlp",
+        "otlp_url",
+        default=None,
+        metavar="URL",
+        help="Send the turns as OpenTelemetry spans to this OTLP/HTTP endpoint, e.g. http://localhost:4318/v1/traces "
+        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT, if set).",
+    )
+    return option(wrapper)  # type: ignore[return-value]

@@ -1,0 +1,421 @@
+"""The OpenTelemetry tracer behind `threadline.instrument`: GenAI spans for turns, model calls and tool calls.
+
+Names and attributes follow OpenTelemetry's GenAI semantic conventions (``gen-ai-spans.md``,
+``gen-ai-agent-spans.md`` and ``mcp.md`` in open-telemetry/semantic-conventions-genai; attribute names as in
+``opentelemetry.semconv._incubating.attributes.gen_ai_attributes``):
+
+- a turn is an ``invoke_agent threadline`` span (INTERNAL): ``gen_ai.operation.name=invoke_agent``,
+  ``gen_ai.agent.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.conversation.id``, the turn's
+  summed ``gen_ai.usage.*``; a `Run` wraps its nodes' turns in one ``invoke_workflow threadline.run`` span;
+- each model call is a ``chat <model>`` span (CLIENT) under its turn: provider, request and response model, request
+  settings, ``server.address``/``server.port``, ``gen_ai.usage.input_tokens``/``output_tokens``/
+  ``reasoning.output_tokens``, ``gen_ai.response.finish_reasons``; each retry of the HTTP transport is an event
+  ``threadline.retry`` on it; a failed call ends in ERROR with ``error.type`` = the type the log records;
+- each tool call is an ``execute_tool <name>`` span (INTERNAL) under its turn, current while the tool runs (so an
+  `agent_tool`'s sub-conversation, whose turn starts in it, is its child): ``gen_ai.tool.name``,
+  ``gen_ai.tool.call.id``, ``gen_ai.tool.type``; a call that fails (an exception, a timeout, bad arguments, an
+  unknown tool) ends in ERROR with ``error.type`` (the exception's class name, ``timeout``, ``invalid_arguments``,
+  ``unknown_tool``, ``unencodable_result``, or ``interrupted``); an MCP tool's span also carries
+  ``mcp.method.name=tools/call`` and the transport, as ``mcp.md`` asks of an outer instrumentation.
+
+Content (``gen_ai.input.messages``, ``gen_ai.output.messages``, ``gen_ai.tool.definitions``,
+``gen_ai.tool.call.arguments``/``result``, and a failed tool's message as its status description) is recorded only
+with ``include_content=True``, as JSON strings, scrubbed (`threadline.tracing.content`). Error texts of model calls
+are the log's own, which the transport has already redacted; they are scrubbed again here.
+
+Turn spans are never made "current" across the yields of `run_turn` (an async generator: its caller's code runs
+between them, in the same context); children name their turn as parent explicitly. A model call's and a tool
+call's spans are current only while the call runs, within one step of the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, StatusCode
+
+from ..errors import ThreadlineError
+from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
+from ..tools import execute_tool_call
+from .content import (
+    answer_messages,
+    dumps,
+    input_messages,
+    output_messages,
+    scrub,
+    secret_values,
+    tool_arguments,
+    tool_definitions,
+)
+
+if TYPE_CHECKING:
+    from ..engine import TurnOptions, TurnResult
+    from ..errors import ModelError
+    from ..messages import LLMError, Usage
+    from ..models.base import Model, ModelRequest, ModelResponse
+    from ..tools import Tool
+
+__all__ = ["OtelTracer"]
+
+# Attribute names (the GenAI registry; `error.type` and `server.*` are the general registry's).
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+AGENT_NAME = "gen_ai.agent.name"
+CONVERSATION_ID = "gen_ai.conversation.id"
+REQUEST_MODEL = "gen_ai.request.model"
+REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+OUTPUT_TYPE = "gen_ai.output.type"
+RESPONSE_MODEL = "gen_ai.response.model"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+TOOL_DESCRIPTION = "gen_ai.tool.description"
+TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
+TOOL_RESULT = "gen_ai.tool.call.result"
+WORKFLOW_NAME = "gen_ai.workflow.name"
+ERROR_TYPE = "error.type"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+
+AGENT = "threadline"
+WORKFLOW = "threadline.run"
+RETRY_EVENT = "threadline.retry"
+
+# The span of the model call and of the tool call running in this context (for retries and MCP attributes).
+_current_chat: ContextVar[Span | None] = ContextVar("threadline_chat_span", default=None)
+_current_tool: ContextVar[Span | None] = ContextVar("threadline_tool_span", default=None)
+
+
+class OtelTracer:
+    """The `threadline.tracing.hooks.Tracer` that makes OpenTelemetry spans.
+
+    Args:
+        tracer_provider: Where spans go (None: the global tracer provider).
+        include_content: Record messages, tool arguments and results on the spans.
+    """
+
+    def __init__(self, tracer_provider: Any = None, include_content: bool = False) -> None:
+        from .. import __version__
+
+        self.tracer = trace.get_tracer("threadline", __version__, tracer_provider=tracer_provider)
+        self.include_content = include_content
+
+    # -- hooks.Tracer --------------------------------------------------------------------------------------------
+    def turn(self, host: Any, model: Model, options: TurnOptions) -> _Turn:
+        provider, model_id = _provider(model)
+        attributes: dict[str, Any] = {
+            OPERATION: "invoke_agent",
+            PROVIDER: provider,
+            AGENT_NAME: AGENT,
+            REQUEST_MODEL: model_id,
+        }
+        conversation_id = getattr(host, "id", None) or getattr(host, "conversation_id", None)
+        if isinstance(conversation_id, str):
+            attributes[CONVERSATION_ID] = conversation_id
+        else:
+            conversation_id = None
+        meta = options.meta
+        if meta is not None and meta.run_id:
+            attributes["threadline.run.id"] = meta.run_id
+            if meta.node_id:
+                attributes["threadline.run.node_id"] = meta.node_id
+        if self.include_content:
+            _content(attributes, INPUT_MESSAGES, lambda: input_messages(_request_of_turn(host.messages)))
+        span = self.tracer.start_span(f"invoke_agent {AGENT}", kind=SpanKind.INTERNAL, attributes=attributes)
+        return _Turn(self, span, model, conversation_id)
+
+    def retry(self, attempt: int, error: ModelError, delay: float) -> None:
+        span = _current_chat.get()
+        if span is None:
+            return
+        attributes: dict[str, Any] = {
+            ERROR_TYPE: error.type,
+            "threadline.retry.attempt": attempt,
+            "threadline.retry.delay_s": round(delay, 3),
+            "threadline.retry.message": scrub(error.message),
+        }
+        if error.status is not None:
+            attributes["http.response.status_code"] = error.status
+        span.add_event(RETRY_EVENT, attributes)
+
+    def mcp_call(self, tool_name: str, transport: str, url: str | None) -> None:
+        span = _current_tool.get()
+        if span is None:
+            return
+        span.set_attribute("mcp.method.name", "tools/call")
+        span.set_attribute("network.transport", transport)
+        if url:
+            span.set_attributes(_server(url))
+
+    async def workflow(self, run: Any, steps: AsyncGenerator[Message, None]) -> AsyncGenerator[Message, None]:
+        attributes: dict[str, Any] = {
+            OPERATION: "invoke_workflow",
+            WORKFLOW_NAME: WORKFLOW,
+            "threadline.run.id": run.run_id,
+            "threadline.run.nodes": len(run.nodes),
+        }
+        conversation_id = getattr(run.conversation, "id", None)
+        if isinstance(conversation_id, str):
+            attributes[CONVERSATION_ID] = conversation_id
+        span = self.tracer.start_span(f"invoke_workflow {WORKFLOW}", kind=SpanKind.INTERNAL, attributes=attributes)
+        # Current only while a step of the run runs (never across our own yields, where the caller's code runs),
+        # so each node's turn, which starts inside a step, is the workflow's child.
+        inside = trace.set_span_in_context(span)
+        finished = False
+        try:
+            while True:
+                token = otel_context.attach(inside)
+                try:
+                    message = await steps.__anext__()
+                except StopAsyncIteration:
+                    finished = True
+                    break
+                finally:
+                    otel_context.detach(token)
+                yield message
+        except BaseException as exc:
+            if not isinstance(exc, GeneratorExit):  # GeneratorExit: the caller stopped reading
+                _fail(span, _error_type(exc), _error_text(exc))
+            raise
+        finally:
+            if not finished:
+                token = otel_context.attach(inside)
+                try:
+                    await steps.aclose()
+                finally:
+                    otel_context.detach(token)
+            span.end()
+
+
+class _Turn:
+    """One turn's span and what its children need (`hooks.TurnSpan`).
+
+    The attributes every model call and tool call of the turn share are worked out once, when the turn starts:
+    a turn of many rounds pays for them once.
+    """
+
+    __slots__ = ("_chat", "_conversation_id", "_model", "_owner", "_parent", "content", "span", "usage_reported")
+
+    def __init__(self, owner: OtelTracer, span: Span, model: Model, conversation_id: str | None) -> None:
+        self._owner = owner
+        self.span = span
+        self._parent = trace.set_span_in_context(span)
+        self.usage_reported = False  # a turn whose model reports no usage shows none (not zero tokens)
+        self.content = owner.include_content
+        self._model = model
+        self._conversation_id = conversation_id
+        self._chat = _chat_attributes(model, conversation_id)
+
+    def chat(self, model: Model, request: ModelRequest) -> _Chat:
+        if model is not self._model:  # a host may hand out another model (never within one turn today)
+            self._model = model
+            self._chat = _chat_attributes(model, self._conversation_id)
+        attributes = self._chat
+        settings = request.settings
+        if (
+            settings.max_tokens is not None
+            or settings.temperature is not None
+            or request.response_format is not None
+            or self.content
+        ):
+            attributes = dict(attributes)
+            if settings.max_tokens is not None:
+                attributes[REQUEST_MAX_TOKENS] = settings.max_tokens
+            if settings.temperature is not None:
+                attributes[REQUEST_TEMPERATURE] = settings.temperature
+            if request.response_format is not None:
+                attributes[OUTPUT_TYPE] = "json"
+            if self.content:
+                _content(attributes, INPUT_MESSAGES, lambda: input_messages(request.messages))
+                if request.tools:
+                    _content(attributes, TOOL_DEFINITIONS, lambda: tool_definitions(request.tools))
+        model_id = attributes[REQUEST_MODEL]
+        # A model in this process (llama.cpp) is INTERNAL, one behind an API a CLIENT, as gen-ai-spans.md says.
+        kind = SpanKind.INTERNAL if attributes[PROVIDER] == "local" else SpanKind.CLIENT
+        span = self._owner.tracer.start_span(f"chat {model_id}", context=self._parent, kind=kind, attributes=attributes)
+        # Current while the call runs: HTTP client spans of other instrumentations nest under it, and the
+        # transport's retries find it.
+        token = otel_context.attach(trace.set_span_in_context(span, self._parent))
+        return _Chat(self, span, model_id, token, _current_chat.set(span))
+
+    async def execute_tool(
+        self, call: ToolCall, tools: Mapping[str, Tool], default_timeout: float | None
+    ) -> ToolMessage:
+        # The span's parent (the turn) carries the conversation id; gen-ai-spans.md lists none for execute_tool.
+        attributes = {OPERATION: "execute_tool", TOOL_TYPE: "function", TOOL_NAME: call.name, TOOL_CALL_ID: call.id}
+        tool = tools.get(call.name)
+        if tool is not None and tool.description:
+            attributes[TOOL_DESCRIPTION] = tool.description
+        content = self.content
+        if content:
+            _content(attributes, TOOL_ARGUMENTS, lambda: tool_arguments(call))
+        span = self._owner.tracer.start_span(
+            f"execute_tool {call.name}", context=self._parent, kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        token = otel_context.attach(trace.set_span_in_context(span, self._parent))
+        current = _current_tool.set(span)
+        errors: list[str] = []
+        try:
+            message = await execute_tool_call(call, tools, default_timeout, on_error=errors.append)
+        except BaseException as exc:  # cancellation or Ctrl-C: the call stays unanswered in the log
+            _fail(span, _error_type(exc), None)
+            raise
+        else:
+            if message.is_error:
+                why = scrub(message.content, secret_values([call])) if content else None
+                _fail(span, errors[0] if errors else "_OTHER", why)
+            elif content:
+                span.set_attribute(TOOL_RESULT, scrub(message.content, secret_values([call])))
+            return message
+        finally:
+            _current_tool.reset(current)
+            otel_context.detach(token)
+            span.end()
+
+    def end(self, result: TurnResult, error: BaseException | None) -> None:
+        span = self.span
+        attributes: dict[str, Any] = {
+            "threadline.turn.stop_reason": result.stop_reason,
+            "threadline.turn.rounds": result.rounds,
+        }
+        if self.usage_reported:
+            _usage(attributes, result.usage)
+        if self.content:
+            answers = [m for m in result.new_messages if isinstance(m, AssistantMessage)]
+            if answers:
+                secrets = secret_values(call for answer in answers for call in answer.tool_calls)
+                _content(attributes, OUTPUT_MESSAGES, lambda: answer_messages(answers[-1], secrets))
+        span.set_attributes(attributes)
+        if error is not None and not isinstance(error, GeneratorExit):  # GeneratorExit: the caller stopped reading
+            _fail(span, _error_type(error), _error_text(error))
+        span.end()
+
+
+class _Chat:
+    """One model call's span (`hooks.ChatSpan`); it ends with `done` or `failed`."""
+
+    __slots__ = ("_model_id", "_token", "_turn", "_var", "span")
+
+    def __init__(self, turn: _Turn, span: Span, model_id: str, token: object, var: Any) -> None:
+        self._turn = turn
+        self.span = span
+        self._model_id = model_id
+        self._token = token
+        self._var = var
+
+    def done(self, response: ModelResponse) -> None:
+        name = response.model
+        if name:
+            _, colon, rest = name.partition(":")
+            name = rest if colon and rest else name
+        attributes: dict[str, Any] = {RESPONSE_MODEL: name or self._model_id}
+        if response.stop_reason:
+            attributes[FINISH_REASONS] = (response.stop_reason,)
+        if response.usage is not None:
+            self._turn.usage_reported = True
+            _usage(attributes, response.usage)
+        if self._turn.content:
+            _content(attributes, OUTPUT_MESSAGES, lambda: output_messages(response))
+        self.span.set_attributes(attributes)
+        self._close()
+
+    def failed(self, error: LLMError) -> None:
+        _fail(self.span, error.type, scrub(error.message))
+        self._close()
+
+    def _close(self) -> None:
+        _current_chat.reset(self._var)
+        otel_context.detach(self._token)  # type: ignore[arg-type]
+        self.span.end()
+
+
+def _chat_attributes(model: Model, conversation_id: str | None) -> dict[str, Any]:
+    """The attributes every call of ``model`` in a turn starts with."""
+    provider, model_id = _provider(model)
+    attributes: dict[str, Any] = {OPERATION: "chat", PROVIDER: provider, REQUEST_MODEL: model_id}
+    if conversation_id is not None:
+        attributes[CONVERSATION_ID] = conversation_id
+    base_url = getattr(model, "base_url", None)
+    if isinstance(base_url, str):
+        attributes.update(_server(base_url))
+    return attributes
+
+
+def _provider(model: Model) -> tuple[str, str]:
+    """``gen_ai.provider.name`` and the model id of a model named ``provider:model`` (or just a name)."""
+    name = model.name if isinstance(model.name, str) else type(model).__name__
+    prefix, colon, rest = name.partition(":")
+    if colon and prefix and rest:
+        return prefix, rest
+    return name, name
+
+
+def _request_of_turn(messages: Any) -> list[Message]:
+    """The messages a turn answers: those after the log's last assistant message."""
+    tail: list[Message] = []
+    for message in reversed(list(messages)):
+        if isinstance(message, AssistantMessage):
+            break
+        tail.append(message)
+    tail.reverse()
+    return tail
+
+
+def _usage(attributes: dict[str, Any], usage: Usage) -> None:
+    attributes[INPUT_TOKENS] = usage.input_tokens
+    attributes[OUTPUT_TOKENS] = usage.output_tokens
+    if usage.reasoning_tokens:
+        attributes[REASONING_TOKENS] = usage.reasoning_tokens
+
+
+def _server(url: str) -> dict[str, Any]:
+    """``server.address`` and ``server.port`` of a URL (none for one that cannot be read)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return {}
+    if not parts.hostname:
+        return {}
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None
+    return {SERVER_ADDRESS: parts.hostname} if port is None else {SERVER_ADDRESS: parts.hostname, SERVER_PORT: port}
+
+
+def _content(attributes: dict[str, Any], name: str, build: Callable[[], Any]) -> None:
+    """Add a content attribute as JSON; one that cannot be built is left out: tracing never fails a turn."""
+    try:
+        attributes[name] = dumps(build())
+    except Exception:
+        pass
+
+
+def _fail(span: Span, error_type: str, description: str | None) -> None:
+    span.set_attribute(ERROR_TYPE, error_type)
+    span.set_status(StatusCode.ERROR, description)
+
+
+def _error_type(error: BaseException) -> str:
+    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
+        return "interrupted"
+    kind = getattr(error, "type", None)  # a ModelError says what kind of failure it was
+    return kind if isinstance(kind, str) and kind else type(error).__name__
+
+
+def _error_text(error: BaseException) -> str | None:
+    """Our own errors' texts (redacted where they come from a server); other exceptions are named by type only."""
+    return scrub(str(error)) if isinstance(error, ThreadlineError) else None

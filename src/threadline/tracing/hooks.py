@@ -1,0 +1,76 @@
+"""The tiny interface through which the engine, the HTTP transport, runs and MCP toolsets report to a tracer.
+
+Core modules read `tracer` (a module global) once per turn, per retry, per run and per MCP call: while it is None
+(nothing instrumented) that one check is all they pay, and no tracing code is imported. `threadline.instrument`
+sets it to an OpenTelemetry implementation (`threadline.tracing._otel`); `threadline.uninstrument` clears it.
+
+Nothing here imports OpenTelemetry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    # Only leaf modules: the engine, the tools and the toolsets import this module (their types are Any here).
+    from ..errors import ModelError
+    from ..messages import LLMError, Message, ToolCall, ToolMessage
+    from ..models.base import Model, ModelRequest, ModelResponse
+
+__all__ = ["ChatSpan", "Tracer", "TurnSpan", "tracer"]
+
+
+class ChatSpan(Protocol):
+    """One model call being traced; exactly one of its methods is called, when the call ends."""
+
+    def done(self, response: ModelResponse) -> None:
+        """The call answered (after `check_response`)."""
+        ...
+
+    def failed(self, error: LLMError) -> None:
+        """The call failed; ``error`` is what the log records for it."""
+        ...
+
+
+class TurnSpan(Protocol):
+    """One turn being traced (`threadline.engine.run_turn`)."""
+
+    def chat(self, model: Model, request: ModelRequest) -> ChatSpan:
+        """A model call of this turn starts (the call's span is current until it ends)."""
+        ...
+
+    async def execute_tool(
+        self, call: ToolCall, tools: Mapping[str, Any], default_timeout: float | None
+    ) -> ToolMessage:
+        """Run one tool call (as `threadline.tools.execute_tool_call` does, with ``tools`` mapping names to `Tool`s)
+        inside its span."""
+        ...
+
+    def end(self, result: Any, error: BaseException | None) -> None:
+        """The turn ended (its `TurnResult` is ``result``): normally (``error`` None) or by ``error``."""
+        ...
+
+
+class Tracer(Protocol):
+    """What `tracer` holds while threadline is instrumented."""
+
+    def turn(self, host: Any, model: Model, options: Any) -> TurnSpan:
+        """A turn on ``host`` (a `TurnHost`) with ``options`` (its `TurnOptions`) starts."""
+        ...
+
+    def retry(self, attempt: int, error: ModelError, delay: float) -> None:
+        """The current model call failed (``error``, already redacted) and is tried again in ``delay`` seconds."""
+        ...
+
+    def mcp_call(self, tool_name: str, transport: str, url: str | None) -> None:
+        """The current tool call goes to an MCP server (``transport``: ``"pipe"`` for stdio, ``"tcp"`` for HTTP)."""
+        ...
+
+    def workflow(self, run: Any, steps: AsyncGenerator[Message, None]) -> AsyncGenerator[Message, None]:
+        """``steps`` (the messages of a `threadline.runs.Run`) driven inside one workflow span."""
+        ...
+
+
+tracer: Tracer | None = None
+"""The active tracer; None while threadline is not instrumented."""

@@ -1,0 +1,115 @@
+"""Send threadline's spans to an OTLP/HTTP endpoint, for programs that set up no OpenTelemetry of their own (the
+``threadline`` command's ``--otlp``, a script).
+
+    from threadline.tracing.otlp import export_otlp
+    with export_otlp("http://localhost:6006/v1/traces"):    # Phoenix; Jaeger: http://localhost:4318/v1/traces
+        ...                                                 # every turn here is traced and sent
+
+It needs the OpenTelemetry SDK and its OTLP/HTTP exporter (``opentelemetry-sdk``,
+``opentelemetry-exporter-otlp-proto-http``), which threadline does not install: an application that traces chooses
+its SDK. A program that already has a tracer provider calls `threadline.instrument` instead.
+"""
+
+from __future__ import annotations
+
+import os
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import UserError
+from . import hooks, instrument
+
+__all__ = ["MISSING_SDK", "OTLPExport", "export_otlp", "traces_url"]
+
+MISSING_SDK = (
+    "sending spans over OTLP needs the OpenTelemetry SDK and its OTLP/HTTP exporter: "
+    "pip install 'threadline[otel]' opentelemetry-sdk opentelemetry-exporter-otlp-proto-http"
+)
+_TRACES_PATH = "/v1/traces"
+
+
+class OTLPExport:
+    """threadline instrumented with a tracer provider of its own that sends spans to an OTLP/HTTP endpoint.
+
+    `close` (or leaving the ``with`` block) stops tracing and sends what is left before it returns.
+    """
+
+    def __init__(self, provider: Any, flush_timeout: float) -> None:
+        self.provider = provider
+        self._tracer = hooks.tracer
+        self._flush_timeout = flush_timeout
+        self._closed = False
+
+    def close(self) -> None:
+        """Stop tracing, send the spans not sent yet (waiting at most the flush timeout), and shut down."""
+        if self._closed:
+            return
+        self._closed = True
+        if hooks.tracer is self._tracer:  # leave a later instrument() of someone else in place
+            hooks.tracer = None
+        self.provider.force_flush(int(self._flush_timeout * 1000))
+        self.provider.shutdown()
+
+    def __enter__(self) -> OTLPExport:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def export_otlp(
+    endpoint: str | None = None,
+    *,
+    include_content: bool = False,
+    service_name: str = "threadline",
+    timeout: float = 5.0,
+) -> OTLPExport:
+    """Trace every turn from now on and send the spans to an OTLP/HTTP endpoint (in batches, in the background).
+
+    Args:
+        endpoint: The traces URL (``http://localhost:4318/v1/traces``); a URL without a path gets ``/v1/traces``.
+            None: the standard environment variables say where (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, or
+            ``OTEL_EXPORTER_OTLP_ENDPOINT`` plus ``/v1/traces``).
+        include_content: Record messages and tool arguments and results (see `threadline.instrument`).
+        service_name: The ``service.name`` of the spans (``OTEL_SERVICE_NAME`` wins when set).
+        timeout: Seconds each export, and the final flush, may take.
+
+    Returns:
+        The running export; close it (or use it as a context manager) to send what is left.
+
+    Raises:
+        UserError: for an endpoint that is not an http(s) URL, or when the SDK or the exporter is not installed.
+    """
+    url = traces_url(endpoint)
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise UserError(MISSING_SDK) from None
+    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": service_name}
+    provider = TracerProvider(resource=Resource.create(attributes))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url, timeout=timeout)))
+    instrument(tracer_provider=provider, include_content=include_content)
+    return OTLPExport(provider, timeout)
+
+
+def traces_url(endpoint: str | None) -> str | None:
+    """The URL spans are posted to: ``endpoint`` as given, with ``/v1/traces`` added when it has no path.
+
+    Raises:
+        UserError: for something that is not an http(s) URL.
+    """
+    if endpoint is None:
+        return None
+    text = endpoint.strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UserError(
+            f"the OTLP endpoint must be an http(s) URL such as http://localhost:4318/v1/traces, got {text!r}"
+        )
+    if parts.path in ("", "/"):
+        return text.rstrip("/") + _TRACES_PATH
+    return text

@@ -1,0 +1,265 @@
+"""Failures as a tracing back end shows them: an ERROR status and ``error.type`` on the span that failed (the tool's,
+the model call's, the turn's), retries as events on the model call's span, and never an API key anywhere.
+
+Model failures come from the fake OpenAI server (tests/providers/servers: real HTTP on 127.0.0.1, OpenAI's error
+bodies) through `OpenAIModel`, so the retries and the redaction are the transport's own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.trace import StatusCode
+
+from tests.providers.servers import Answer, FakeOpenAI, Status, ToolUse
+from threadline import AssistantMessage, Conversation, ConversationConfig, ToolCall, UserMessage, llm
+from threadline.errors import ModelError
+from threadline.models.openai import OpenAIModel
+from threadline.testing import ScriptedModel
+
+from .conftest import Spans
+
+KEY = "sk-proj-TRACEDKEY0123456789abcdefXYZ"
+HEADER_SECRET = "hdr-Secret-value-98765"  # not key-shaped: only the transport's exact redaction can hide it
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake  # type: ignore[misc]
+
+
+@pytest.fixture
+async def model(server: FakeOpenAI) -> AsyncIterator[OpenAIModel]:
+    """The adapter on the fake server, closed on the test's own loop (no pooled connection outlives it)."""
+    made = OpenAIModel(
+        "gpt-4o-mini",
+        base_url=f"{server.root}/v1",
+        api_key=KEY,
+        headers={"X-Custom-Api-Key": HEADER_SECRET},
+        retry_base_delay=0.01,
+    )
+    yield made
+    await made.aclose()
+
+
+def attributes(span: Any) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def call(name: str, id: str = "t1", **arguments: Any) -> AssistantMessage:
+    return AssistantMessage(tool_calls=[ToolCall(id=id, name=name, arguments=arguments)])
+
+
+def assert_failed(span: Any, error_type: str) -> None:
+    assert span.status.status_code == StatusCode.ERROR, span.name
+    assert attributes(span)["error.type"] == error_type
+
+
+def test_a_tool_that_raises_ends_its_span_in_error_and_the_turn_goes_on(spans: Spans) -> None:
+    def explode(what: str) -> str:
+        """Fail."""
+        raise ValueError(f"cannot {what}")
+
+    answer = llm.model(ScriptedModel([call("explode", what="fly"), "Sorry."])).tools(explode).request("Fly").prompt()
+    assert answer == "Sorry."
+    assert_failed(spans.one("execute_tool explode"), "ValueError")
+    # The message of a failure is the tool's text (content), recorded only with include_content.
+    assert "cannot fly" not in spans.text()
+    turn = spans.one("invoke_agent threadline")
+    assert turn.status.status_code == StatusCode.UNSET  # the model read the error and answered
+    assert all(span.status.status_code == StatusCode.UNSET for span in spans.named("chat scripted"))
+
+
+def test_with_include_content_a_failed_tool_says_why(spans: Spans) -> None:
+    spans.instrument(include_content=True)
+
+    def explode(what: str) -> str:
+        """Fail."""
+        raise ValueError(f"cannot {what}")
+
+    llm.model(ScriptedModel([call("explode", what="fly"), "Sorry."])).tools(explode).request("Fly").prompt()
+    span = spans.one("execute_tool explode")
+    assert span.status.description == "Tool 'explode' failed: ValueError: cannot fly"
+    assert "gen_ai.tool.call.result" not in attributes(span)  # a result is recorded only for a successful call
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+def test_a_tool_that_times_out_ends_its_span_with_error_type_timeout(spans: Spans, kind: str) -> None:
+    async def slow_async(seconds: float) -> str:
+        """Wait."""
+        await asyncio.sleep(seconds)
+        return "done"
+
+    def slow_sync(seconds: float) -> str:
+        """Wait."""
+        time.sleep(seconds)
+        return "done"
+
+    tool = slow_async if kind == "async" else slow_sync
+    model = ScriptedModel([call(tool.__name__, seconds=2.0), "It took too long."])
+    llm.model(model).tools(tool).request("Wait").prompt(tool_timeout=0.05)
+    span = spans.one(f"execute_tool {tool.__name__}")
+    assert_failed(span, "timeout")
+    assert (span.end_time - span.start_time) / 1e9 < 1.5  # the span ends with the timeout, not with the tool
+
+
+def test_bad_arguments_and_unknown_tools_have_their_own_error_types(spans: Spans) -> None:
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    script = [
+        AssistantMessage(
+            tool_calls=[
+                ToolCall(id="u1", name="subtract", arguments={"a": 1}),
+                ToolCall(id="b1", name="add", arguments={"a": "one"}),
+                ToolCall(id="r1", name="add", arguments={}, raw_arguments='{"a": 1,'),
+            ]
+        ),
+        "Done.",
+    ]
+    llm.model(ScriptedModel(script)).tools(add).request("Add").prompt()
+    by_id = {attributes(span)["gen_ai.tool.call.id"]: span for span in spans.all if span.name.startswith("execute")}
+    assert_failed(by_id["u1"], "unknown_tool")
+    assert_failed(by_id["b1"], "invalid_arguments")
+    assert_failed(by_id["r1"], "invalid_arguments")
+
+
+async def test_a_model_500_after_retries_shows_each_retry_as_an_event_and_fails_the_call(
+    spans: Spans, server: FakeOpenAI, model: OpenAIModel
+) -> None:
+    spans.instrument(include_content=True)
+    echo = {"error": {"message": f"upstream rejected key {KEY} and header {HEADER_SECRET}", "type": "server_error"}}
+    server.add(Status(500, echo), Status(500, echo), Status(500, echo))
+    with pytest.raises(ModelError) as info:
+        await llm.model(model).request("Hello").prompt_async(max_retries=2)
+    assert info.value.type == "server" and server.count == 3
+
+    chat = spans.one("chat gpt-4o-mini")
+    assert_failed(chat, "server")
+    assert "HTTP 500" in (chat.status.description or "")
+    assert [event.name for event in chat.events] == ["threadline.retry", "threadline.retry"]
+    first, second = chat.events
+    assert dict(first.attributes or {})["threadline.retry.attempt"] == 1
+    assert dict(second.attributes or {})["threadline.retry.attempt"] == 2
+    for event in chat.events:
+        assert dict(event.attributes or {})["error.type"] == "server"
+        assert dict(event.attributes or {})["http.response.status_code"] == 500
+    assert attributes(chat)["server.address"] == "127.0.0.1"
+    assert attributes(chat)["server.port"] == server.port
+    assert_failed(spans.one("invoke_agent threadline"), "server")
+    text = spans.text()
+    assert KEY not in text and HEADER_SECRET not in text
+    assert KEY[8:] not in text  # not even a part of it
+
+
+async def test_a_retry_that_succeeds_leaves_one_event_on_a_successful_call(
+    spans: Spans, server: FakeOpenAI, model: OpenAIModel
+) -> None:
+    server.add(Status(503), Answer("Hello there."))
+    assert await llm.model(model).request("Hello").prompt_async() == "Hello there."
+    chat = spans.one("chat gpt-4o-mini")
+    assert chat.status.status_code == StatusCode.UNSET
+    assert [dict(event.attributes or {})["http.response.status_code"] for event in chat.events] == [503]
+    assert attributes(chat)["gen_ai.usage.input_tokens"] == 11
+    assert attributes(chat)["gen_ai.response.finish_reasons"] == ("stop",)
+
+
+async def test_a_401_fails_the_call_at_once_with_error_type_auth(
+    spans: Spans, server: FakeOpenAI, model: OpenAIModel
+) -> None:
+    spans.instrument(include_content=True)
+    server.add(Status(401, {"error": {"message": f"Incorrect API key provided: {KEY}", "code": "invalid_api_key"}}))
+    with pytest.raises(ModelError):
+        await llm.model(model).request("Hello").prompt_async()
+    chat = spans.one("chat gpt-4o-mini")
+    assert_failed(chat, "auth")
+    assert chat.events == () or list(chat.events) == []
+    assert KEY not in spans.text() and HEADER_SECRET not in spans.text()
+
+
+async def test_no_key_reaches_a_span_even_with_content_and_a_tool_argument_named_api_key(
+    spans: Spans, server: FakeOpenAI, model: OpenAIModel
+) -> None:
+    spans.instrument(include_content=True)
+
+    def connect(host: str, api_key: str) -> str:
+        """Connect to a service."""
+        return f"connected to {host} with key {api_key}"
+
+    arguments = json.dumps({"host": "db.internal", "api_key": "plain-password-in-argument-42"})
+    server.add(Answer(tool_calls=(ToolUse("connect", arguments, id="k1"),)), Answer("Connected."))
+    conversation = llm.model(model).tools(connect).request(f"Connect; my OpenAI key is {KEY}")
+    assert await conversation.prompt_async() == "Connected."
+    text = spans.text()
+    assert "db.internal" in text  # content is there…
+    # …but not the secret-named argument, nor that value where the tool's result or a later request repeats it.
+    assert "plain-password-in-argument-42" not in text
+    assert "with key ***" in attributes(spans.one("execute_tool connect"))["gen_ai.tool.call.result"]
+    assert KEY not in text  # nor anything shaped like a key, even in the user's own words
+    assert HEADER_SECRET not in text
+    tool = spans.one("execute_tool connect")
+    assert json.loads(attributes(tool)["gen_ai.tool.call.arguments"]) == {"host": "db.internal", "api_key": "***"}
+
+
+async def test_cancelling_a_turn_ends_its_spans_as_interrupted(spans: Spans) -> None:
+    started = asyncio.Event()
+
+    async def slow(request: Any) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    conversation = Conversation(config=ConversationConfig(model=ScriptedModel([slow])))
+    conversation.add(UserMessage(content="Take your time"))
+
+    async def drive() -> None:
+        async for _ in conversation.run():
+            pass
+
+    task = asyncio.ensure_future(drive())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert_failed(spans.one("chat scripted"), "interrupted")
+    assert_failed(spans.one("invoke_agent threadline"), "interrupted")
+    # The log says the same: the failure it recorded has the type the span names.
+    failure = conversation.messages[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None
+    assert failure.error.type == "interrupted"
+
+
+def test_a_failed_model_call_records_the_logged_error_type(spans: Spans) -> None:
+    with pytest.raises(ModelError):
+        llm.model(ScriptedModel([ModelError("slow down", type="rate_limit", status=429)])).request("Hi").prompt()
+    chat = spans.one("chat scripted")
+    assert_failed(chat, "rate_limit")
+    assert chat.status.description == "slow down"
+
+
+async def test_a_store_failure_while_logging_a_failed_call_still_closes_its_spans(spans: Spans) -> None:
+    from tests.core.test_engine_host import ListHost
+    from threadline import StoreError
+    from threadline.engine import TurnOptions, TurnResult, run_turn
+
+    class HostWithAFullDisk(ListHost):
+        def record(self, message: Any) -> None:
+            if isinstance(message, AssistantMessage) and message.error is not None:
+                raise StoreError("disk full")
+            super().record(message)
+
+    model = ScriptedModel([ModelError("overloaded", type="overloaded", status=529)])
+    host = HostWithAFullDisk([UserMessage(content="Hi")], model, [])
+    with pytest.raises(StoreError):
+        async for _ in run_turn(host, TurnOptions(), TurnResult()):
+            pass
+    assert_failed(spans.one("chat scripted"), "overloaded")
+    assert_failed(spans.one("invoke_agent threadline"), "StoreError")
+    assert trace.get_current_span() is trace.INVALID_SPAN  # the model call's span did not stay current
