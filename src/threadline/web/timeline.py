@@ -91,6 +91,40 @@ class ToolView:
 
 
 @dataclass(slots=True)
+class ThoughtView:
+    """One reasoning piece of an assistant message, as the timeline shows it (collapsed under the message).
+
+    Attributes:
+        text: The visible thinking or summary (cut at `TEXT_LIMIT`); empty when the provider showed none.
+        cut: How many characters of it are not shown.
+        note: What else the piece carries: signed, or opaque (redacted/encrypted) data and its size; unsigned pieces
+            of a failed call say that they were cut off.
+        provider: The wire family that produced it.
+    """
+
+    text: str
+    cut: int
+    note: str
+    provider: str | None
+
+
+def thought_views(message: AssistantMessage) -> list[ThoughtView]:
+    """The reasoning pieces of an assistant message, for the timeline."""
+    views: list[ThoughtView] = []
+    for piece in message.reasoning:
+        text, cut = _cut(piece.text)
+        notes: list[str] = []
+        if piece.signature is not None:
+            notes.append("signed")
+        if piece.redacted is not None:
+            notes.append(f"{len(piece.redacted):,} characters of opaque reasoning data")
+        if message.error is not None and piece.signature is None and piece.redacted is None:
+            notes.append("cut off with the failed call; never sent back")
+        views.append(ThoughtView(text or "", cut, " · ".join(notes), piece.provider))
+    return views
+
+
+@dataclass(slots=True)
 class Item:
     """One message of the timeline (an assistant message carries its tool groups).
 
@@ -108,6 +142,7 @@ class Item:
         attachments: One line per attachment of a user message.
         forks: Forks made from this message.
         standalone: For a ``"tool"`` item: the result as a `ToolView`.
+        thoughts: The reasoning of an assistant message (or of a failed call, what it had thought).
     """
 
     message: Message
@@ -122,6 +157,7 @@ class Item:
     attachments: list[str] = field(default_factory=list)
     forks: list[ForkLink] = field(default_factory=list)
     standalone: ToolView | None = None
+    thoughts: list[ThoughtView] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -235,6 +271,8 @@ def _item(message: Message, seq: int) -> Item:
             item.kind = "failure"
             item.error = message.error
         item.tools = [tool_view(call, None) for call in message.tool_calls]
+        if message.reasoning:
+            item.thoughts = thought_views(message)
     elif isinstance(message, ToolMessage):
         item.standalone = tool_view(None, message)
     return item
