@@ -18,6 +18,7 @@ def test_logs_fork_prints_the_new_id_and_copies_up_to_the_message(store_url: str
     new_id = done.stdout.strip()
     assert [m.id for m in store.load(new_id)] == [m.id for m in log[:2]]
     assert store.get_conversation(new_id).metadata["forked_from"] == {"conversation": conv.id, "message": log[1].id}
+    assert store.get_conversation(new_id).title == "Origin (fork)"  # never a second "Origin" in the list
     assert f"threadline prompt --cid {new_id}" in done.stderr
 
     whole = run_cli("logs", "fork", conv.id, "--title", "Everything", "--store", store_url)

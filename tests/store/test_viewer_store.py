@@ -10,6 +10,7 @@ import pytest
 
 from threadline import (
     AssistantMessage,
+    Conversation,
     LLMError,
     StoreError,
     SystemMessage,
@@ -241,7 +242,7 @@ def test_fork_copies_the_log_up_to_a_message_and_leaves_the_original(any_store: 
     any_store.append(origin.id, first + second)
 
     fork = any_store.fork_conversation(origin.id, first[3].id)
-    assert fork.id != origin.id and fork.title == "Original" and fork.message_count == 4
+    assert fork.id != origin.id and fork.title == "Original (fork)" and fork.message_count == 4
     assert fork.metadata["forked_from"] == {"conversation": origin.id, "message": first[3].id}
     assert [m.id for m in any_store.load(fork.id)] == [m.id for m in first]
     assert len(any_store.load(origin.id)) == 8
@@ -370,3 +371,19 @@ def test_postgres_migration_indexes_existing_logs() -> None:
             assert [s.info.id for s in store.search_conversations("lighthouse")] == ["old"]
             (summary,) = store.list_summaries()
             assert (summary.model, summary.failures) == ("m-old", 1)
+
+
+def test_a_fork_is_named_after_its_origin_and_numbered_past_its_siblings(any_store: Store) -> None:
+    conv = any_store.create_conversation("Trip to Rome")
+    log = [UserMessage(content="first"), AssistantMessage(content="one")]
+    any_store.append(conv.id, log)
+    names = [any_store.fork_conversation(conv.id, log[-1].id).title for _ in range(3)]
+    assert names == ["Trip to Rome (fork)", "Trip to Rome (fork 2)", "Trip to Rome (fork 3)"]
+    assert any_store.fork_conversation(conv.id, log[0].id, title="Mine").title == "Mine"
+    untitled = any_store.create_conversation()
+    any_store.append(untitled.id, [UserMessage(content="x")])
+    assert any_store.fork_conversation(untitled.id, any_store.load(untitled.id)[0].id).title == "Untitled (fork)"
+    in_library = Conversation.load(conv.id, any_store).fork()
+    assert any_store.get_conversation(in_library.id).title == "Trip to Rome (fork 4)"
+    titles = [info.title for info in any_store.list_conversations()]
+    assert len(titles) == 8 and len(set(titles)) == 8  # no two rows alike

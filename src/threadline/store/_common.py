@@ -10,7 +10,7 @@ fails on text that no database can hold.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -37,6 +37,7 @@ __all__ = [
     "distinct_messages",
     "encode_json",
     "encode_metadata",
+    "fork_title",
     "format_ts",
     "invalid_text",
     "missing_artifact",
@@ -59,6 +60,17 @@ __all__ = [
 
 # Limits of `Pages.generate_ui` (DESIGN §3); the store refuses anything larger so a page row stays bounded.
 PAGE_LIMITS = {"html": 50_000, "css": 20_000, "js": 30_000}
+
+
+def fork_title(title: str | None, siblings: Iterable[str | None]) -> str:
+    """The title of a new fork: its origin's with ``(fork)``, numbered past the titles of the origin's other forks
+    (``(fork 2)``, ``(fork 3)``…), so a list never shows a fork and its origin, or two forks, under one name."""
+    base = title or "Untitled"
+    taken = set(siblings)
+    candidate, number = f"{base} (fork)", 2
+    while candidate in taken:
+        candidate, number = f"{base} (fork {number})", number + 1
+    return candidate
 
 
 def now() -> datetime:

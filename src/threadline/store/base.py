@@ -301,7 +301,9 @@ class Store(ABC):
         """Copy a conversation's log up to message ``at`` into a new conversation, recorded as forked from
         ``<conversation_id>@<at>`` (``metadata["forked_from"]``). When ``at`` made tool calls (or is one of their
         results), the fork keeps the rest of that tool group, so it never ends half-answered. The original is left
-        untouched. The fork takes the original's title unless ``title`` is given, and its active mode.
+        untouched. Unless ``title`` is given, the fork is named after the original: ``"<title> (fork)"``, numbered
+        past the titles of the original's other forks (``"(fork 2)"``…), so no two rows of a list look the same. It
+        takes the original's active mode.
 
         The pages its copied log shows (made by ``Pages.generate_ui`` in the original, or shared with it) are shared
         with the fork: they stay reachable while either conversation does (see `delete_conversation`).

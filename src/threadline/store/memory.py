@@ -29,6 +29,7 @@ from ._common import (
     different_message,
     distinct_messages,
     encode_json,
+    fork_title,
     missing_artifact,
     missing_conversation,
     missing_message,
@@ -293,9 +294,12 @@ class MemoryStore(Store):
             messages = decode_messages(source.rows)
             cut = seq + 1 + fork_end(messages[seq + 1 :])
             stamp = now()
+            if title is None:
+                siblings = (c.title for c in self._conversations.values() if c.forked_from == conversation_id)
+                title = fork_title(source.title, siblings)
             fork = _Conversation(
                 fork_id,
-                title or source.title,
+                store_text(title),
                 stamp,
                 stamp,
                 active_mode=source.active_mode,

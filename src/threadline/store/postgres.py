@@ -47,6 +47,7 @@ from ._common import (
     distinct_messages,
     encode_json,
     encode_metadata,
+    fork_title,
     missing_conversation,
     missing_message,
     unique_messages,
@@ -391,6 +392,9 @@ class PostgresStore(PostgresSideTables, Store):
             if source is None:
                 raise missing_conversation(conversation_id, self.url)
             source_title, mode, metadata = source
+            if title is None:
+                cursor.execute(f"SELECT title FROM {p}conversations WHERE forked_from = %s", (conversation_id,))
+                title = fork_title(source_title, (row[0] for row in cursor.fetchall()))
             cursor.execute(f"SELECT seq FROM {p}messages WHERE conversation_id = %s AND id = %s", (conversation_id, at))
             found = cursor.fetchone()
             if found is None:
@@ -410,7 +414,7 @@ class PostgresStore(PostgresSideTables, Store):
                 "ON CONFLICT (id) DO NOTHING RETURNING 1",
                 (
                     fork_id,
-                    postgres_text(title) or source_title,
+                    postgres_text(title),
                     mode,
                     encode_json(merged, "metadata").decode(),
                     conversation_id,

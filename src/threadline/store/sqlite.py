@@ -43,6 +43,7 @@ from ._common import (
     distinct_messages,
     encode_json,
     encode_metadata,
+    fork_title,
     format_ts,
     missing_conversation,
     missing_message,
@@ -324,6 +325,9 @@ class SQLiteStore(SQLiteSideTables, Store):
             if source is None:
                 raise missing_conversation(conversation_id, self.url)
             key, source_title, mode, metadata, indexed_to, next_seq = source
+            if title is None:
+                siblings = conn.execute("SELECT title FROM conversations WHERE forked_from = ?", (conversation_id,))
+                title = fork_title(source_title, (row[0] for row in siblings))
             found = conn.execute("SELECT seq FROM messages WHERE conversation = ? AND id = ?", (key, at)).fetchone()
             if found is None:
                 raise missing_message(conversation_id, at)
@@ -338,7 +342,7 @@ class SQLiteStore(SQLiteSideTables, Store):
             created = conn.execute(
                 "INSERT OR IGNORE INTO conversations (id, title, created_at, updated_at, active_mode, metadata, "
                 "forked_from) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING key",
-                (fork_id, title or source_title, stamp, stamp, mode, encode_json(merged, "metadata"), conversation_id),
+                (fork_id, store_text(title), stamp, stamp, mode, encode_json(merged, "metadata"), conversation_id),
             ).fetchone()
             if created is None:
                 raise conversation_exists(fork_id, self.url)

@@ -1,7 +1,7 @@
 """Branches of a conversation: forks made from the timeline, renaming, where a fork left its origin, and two
 branches side by side from their fork point.
 
-- ``POST /c/<id>/fork`` (form field ``at``) forks from a message. The fork is named after its origin with
+- ``POST /c/<id>/fork`` (form field ``at``) forks from a message. The store names the fork after its origin with
   ``(fork)`` (``(fork 2)``, … when the origin has forks of that name already), so the list never shows two rows that
   look alike.
 - ``POST /c/<id>/title`` (form field ``title``) renames a conversation (`Store.update_metadata`).
@@ -14,7 +14,6 @@ the viewer has one; see `threadline.web.security`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +28,7 @@ from .render import markup, render_items
 from .state import Viewer, in_thread, int_param
 from .timeline import build_items, message_snippet
 
-__all__ = ["COMPARE_SIZE", "MAX_TITLE", "ForkPoint", "compare", "fork", "fork_point", "fork_title", "rename"]
+__all__ = ["COMPARE_SIZE", "MAX_TITLE", "ForkPoint", "compare", "fork", "fork_point", "rename"]
 
 MAX_TITLE = 200
 COMPARE_SIZE = 40
@@ -56,16 +55,6 @@ class ForkPoint:
     position: int | None
     total: int | None
     snippet: str
-
-
-def fork_title(title: str | None, siblings: Iterable[str | None]) -> str:
-    """The title of a new fork: its origin's with ``(fork)``, numbered past the titles of the origin's forks."""
-    base = title or "Untitled"
-    taken = set(siblings)
-    candidate, number = f"{base} (fork)", 2
-    while candidate in taken:
-        candidate, number = f"{base} (fork {number})", number + 1
-    return candidate
 
 
 def fork_point(store: Store, info: ConversationInfo) -> ForkPoint | None:
@@ -101,12 +90,8 @@ async def fork(viewer: Viewer, request: Request) -> Response:
     if not at:
         return viewer.error(400, "Nothing to fork", "Choose the message to fork from.")
 
-    def make() -> ConversationInfo:
-        origin = viewer.store.get_conversation(cid)
-        title = fork_title(origin.title, (f.title for f in viewer.store.list_forks(cid)))
-        return viewer.store.fork_conversation(cid, at, title=title)
-
-    info = await in_thread(make)
+    # The store names the fork after its origin ("… (fork)", numbered past the origin's other forks).
+    info = await in_thread(lambda: viewer.store.fork_conversation(cid, at))
     return RedirectResponse(f"/c/{info.id}", status_code=303)
 
 
