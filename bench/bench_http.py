@@ -22,6 +22,8 @@ Greedy sampling makes both sides do the same work.
 The Anthropic rows "with thinking" run the same round trip with extended thinking on (``.reasoning(budget_tokens=
 2048)``): the fake answers the first request with a signed thinking block before the tool call, and the second
 request must carry that block back; the hand loop keeps the block as received and sends it back (target <= 1.1x).
+The "adaptive thinking" rows do the same on ``claude-opus-4-8``, where that budget becomes ``thinking: {"type":
+"adaptive"}`` with ``output_config.effort`` "low".
 
 Run: ``python bench/bench_http.py [--reps 300] [--warmup 50] [--real-reps 30] [--no-real-server]``.
 """
@@ -235,6 +237,10 @@ def serve() -> None:
         ("anthropic-thinking", False, True): _json_response(_ANTHROPIC_TEXT),
         ("anthropic-thinking", True, False): _sse_response(_anthropic_events(False, thinking=True)),
         ("anthropic-thinking", True, True): _sse_response(_anthropic_events(True)),
+        ("anthropic-adaptive", False, False): _json_response(_ANTHROPIC_THINKING_CALL),
+        ("anthropic-adaptive", False, True): _json_response(_ANTHROPIC_TEXT),
+        ("anthropic-adaptive", True, False): _sse_response(_anthropic_events(False, thinking=True)),
+        ("anthropic-adaptive", True, True): _sse_response(_anthropic_events(True)),
     }
     last: dict[str, bytes] = {}
 
@@ -269,6 +275,8 @@ def serve() -> None:
                 final = (b'"role":"tool"' if provider == "openai" else b'"tool_result"') in compact
                 if provider == "anthropic" and b'"thinking":{"type":"enabled"' in compact:
                     provider = "anthropic-thinking"
+                elif provider == "anthropic" and b'"thinking":{"type":"adaptive"' in compact:
+                    provider = "anthropic-adaptive"
                 last[f"{provider}-{'stream' if streamed else 'json'}-{'final' if final else 'first'}"] = body
                 self.transport.write(canned[(provider, streamed, final)])
 
@@ -459,6 +467,7 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
     root = f"http://127.0.0.1:{port}"
     openai = OpenAIModel("gpt-4o-mini", base_url=f"{root}/v1", api_key="sk-bench")
     anthropic = AnthropicModel("claude-haiku-4-5", base_url=root, api_key="sk-ant-bench")
+    adaptive = AnthropicModel("claude-opus-4-8", base_url=root, api_key="sk-ant-bench")
     client = httpx.AsyncClient()
     messages_url = f"{root}/v1/messages"
     cases = [
@@ -481,6 +490,22 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
             messages_url,
             floor_anthropic_thinking,
             "anthropic-thinking-stream-first",
+        ),
+        (
+            "Anthropic adaptive thinking, tool round, non-streaming",
+            adaptive,
+            False,
+            messages_url,
+            floor_anthropic_thinking,
+            "anthropic-adaptive-json-first",
+        ),
+        (
+            "Anthropic adaptive thinking, tool round, streaming",
+            adaptive,
+            True,
+            messages_url,
+            floor_anthropic_thinking,
+            "anthropic-adaptive-stream-first",
         ),
     ]
     headers = {
@@ -544,6 +569,7 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
     await client.aclose()
     await openai.aclose()
     await anthropic.aclose()
+    await adaptive.aclose()
     return results
 
 
