@@ -22,6 +22,8 @@ Greedy sampling makes both sides do the same work.
 The Anthropic rows "with thinking" run the same round trip with extended thinking on (``.reasoning(budget_tokens=
 2048)``): the fake answers the first request with a signed thinking block before the tool call, and the second
 request must carry that block back; the hand loop keeps the block as received and sends it back (target <= 1.1x).
+The "adaptive thinking" rows do the same on ``claude-opus-4-8``, where that budget becomes ``thinking: {"type":
+"adaptive"}`` with ``output_config.effort`` "low".
 
 The Responses API rows ("Responses with reasoning, tool round") are the same round trip on ``openai-responses:``
 with reasoning on: each answer carries a reasoning item with a summary and about 1.5 KB of encrypted content, which
@@ -337,6 +339,10 @@ def serve() -> None:
         ("responses", False, True): _json_response(_responses_body(True)),
         ("responses", True, False): _sse_response(_responses_events(False)),
         ("responses", True, True): _sse_response(_responses_events(True)),
+        ("anthropic-adaptive", False, False): _json_response(_ANTHROPIC_THINKING_CALL),
+        ("anthropic-adaptive", False, True): _json_response(_ANTHROPIC_TEXT),
+        ("anthropic-adaptive", True, False): _sse_response(_anthropic_events(False, thinking=True)),
+        ("anthropic-adaptive", True, True): _sse_response(_anthropic_events(True)),
     }
     final_marks = {"openai": b'"role":"tool"', "anthropic": b'"tool_result"', "responses": b'"function_call_output"'}
     last: dict[str, bytes] = {}
@@ -378,6 +384,8 @@ def serve() -> None:
                 final = final_marks[provider] in compact
                 if provider == "anthropic" and b'"thinking":{"type":"enabled"' in compact:
                     provider = "anthropic-thinking"
+                elif provider == "anthropic" and b'"thinking":{"type":"adaptive"' in compact:
+                    provider = "anthropic-adaptive"
                 last[f"{provider}-{'stream' if streamed else 'json'}-{'final' if final else 'first'}"] = body
                 self.transport.write(canned[(provider, streamed, final)])
 
@@ -647,6 +655,7 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
     openai = OpenAIModel("gpt-4o-mini", base_url=f"{root}/v1", api_key="sk-bench")
     anthropic = AnthropicModel("claude-haiku-4-5", base_url=root, api_key="sk-ant-bench")
     responses = OpenAIResponsesModel("o4-mini", base_url=f"{root}/v1", api_key="sk-bench")
+    adaptive = AnthropicModel("claude-opus-4-8", base_url=root, api_key="sk-ant-bench")
     client = httpx.AsyncClient()
     messages_url = f"{root}/v1/messages"
     cases = [
@@ -685,6 +694,22 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
             f"{root}/v1/responses",
             floor_responses,
             "responses-stream-first",
+        ),
+        (
+            "Anthropic adaptive thinking, tool round, non-streaming",
+            adaptive,
+            False,
+            messages_url,
+            floor_anthropic_thinking,
+            "anthropic-adaptive-json-first",
+        ),
+        (
+            "Anthropic adaptive thinking, tool round, streaming",
+            adaptive,
+            True,
+            messages_url,
+            floor_anthropic_thinking,
+            "anthropic-adaptive-stream-first",
         ),
     ]
     headers = {
@@ -755,6 +780,7 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
     await openai.aclose()
     await anthropic.aclose()
     await responses.aclose()
+    await adaptive.aclose()
     return results
 
 

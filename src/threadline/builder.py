@@ -174,8 +174,9 @@ class PromptBuilder:
         self, effort: str | None = None, budget_tokens: int | None = None, *, enabled: bool = True
     ) -> PromptBuilder:
         """Turn a reasoning model's thinking on, and say how much: an effort (``"low"``, ``"medium"``, ``"high"``)
-        or a budget in tokens; each provider takes the one it knows and derives it from the other (Anthropic a
-        thinking budget, OpenAI an effort). ``enabled=False`` turns it off again.
+        or a budget in tokens; each provider takes the one it knows and derives it from the other (OpenAI and
+        Claude 4.6 and later an effort, so a ``budget_tokens`` maps to the nearest effort at or above it; Claude 4.5
+        and earlier a thinking budget). ``enabled=False`` turns it off again.
 
         The model's thinking is kept in the log (`AssistantMessage.reasoning`) and sent back where its provider
         needs it; a model whose profile has no reasoning raises `CapabilityError` before any request.

@@ -22,7 +22,8 @@ How the log maps onto Anthropic's stricter shape:
   call is logged for it.
 - Claude's thinking (``thinking`` and ``redacted_thinking`` blocks) is kept in order as `Reasoning` pieces, with a
   ``position`` for a piece that came after a text or a tool call (interleaved thinking), and goes back exactly as
-  received; the rules of thinking on the wire live in `_anthropic_thinking`. A content block of a type this module
+  received; the rules of thinking on the wire (a budget or adaptive thinking, by the family's profile) live in
+  `_anthropic_thinking`. A content block of a type this module
   does not know is refused (``bad_response``) rather than dropped.
 """
 
@@ -48,8 +49,8 @@ from ._anthropic_thinking import (
     THINKING_TYPES,
     ReasoningOrder,
     answer_blocks,
-    max_tokens_for,
     settle_turns,
+    thinking_fields,
 )
 from ._convert_common import (
     FINAL_TOOL_DESCRIPTION,
@@ -120,6 +121,7 @@ def build_request(
     leading = True
     history_tools: list[str] = []
     thinking_turns: set[int] = set()  # assistant turns that hold thinking blocks
+    adaptive = profile.thinking == "adaptive"
 
     def tool_use(call: ToolCall) -> dict[str, Any]:
         history_tools.append(call.name)
@@ -144,7 +146,7 @@ def build_request(
         elif isinstance(message, AssistantMessage):
             if message.reasoning:
                 # Claude's own thinking goes back in its place; see _anthropic_thinking for what is never sent.
-                blocks = answer_blocks(message, tool_use)
+                blocks = answer_blocks(message, tool_use, adaptive=adaptive)
                 for wire_block in blocks:
                     add("assistant", wire_block)
                 if any(wire_block["type"] in THINKING_TYPES for wire_block in blocks):
@@ -169,7 +171,7 @@ def build_request(
     settings = request.settings
     reasoning = settings.reasoning
     if thinking_turns or reasoning is not None:
-        thinking = settle_turns(messages, turns.results, thinking_turns, reasoning is not None)
+        thinking = settle_turns(messages, turns.results, thinking_turns, reasoning is not None, adaptive=adaptive)
     else:
         thinking = False
     if messages and messages[0]["role"] == "assistant":
@@ -186,8 +188,7 @@ def build_request(
         "messages": messages,
     }
     if thinking and reasoning is not None:
-        body["thinking"] = {"type": "enabled", "budget_tokens": reasoning.budget()}
-        body["max_tokens"] = max_tokens_for(reasoning, settings.max_tokens, profile, DEFAULT_MAX_TOKENS)
+        body.update(thinking_fields(reasoning, settings.max_tokens, profile, DEFAULT_MAX_TOKENS))
     if system:
         body["system"] = "\n\n".join(system)
     tools: list[dict[str, Any]] = []

@@ -84,8 +84,9 @@ _BUDGETS: dict[str, int] = {"low": 2_048, "medium": 8_192, "high": 24_576}
 class ReasoningSettings(msgspec.Struct, frozen=True):
     """How much a reasoning model should think (``.reasoning(effort=…, budget_tokens=…)`` on the builder).
 
-    Each provider takes one of the two: Anthropic a thinking budget in tokens, OpenAI an effort. The one given is
-    used where it fits and the other is derived from it (`budget`, `level`); with neither, ``"medium"``.
+    Each provider takes one of the two: Claude 4.5 and earlier a thinking budget in tokens, OpenAI and Claude 4.6
+    and later (adaptive thinking) an effort. The one given is used where it fits and the other is derived from it
+    (`budget`, `level`: a budget maps to the nearest effort at or above it); with neither, ``"medium"``.
 
     Attributes:
         effort: ``"low"``, ``"medium"`` or ``"high"``.

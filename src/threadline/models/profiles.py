@@ -73,6 +73,12 @@ class ModelProfile:
         reasoning_summary: The reasoning summary asked for on the Responses API when reasoning settings are given
             (``"auto"``, ``"concise"``, ``"detailed"``), or None to ask for none: OpenAI generates summaries only
             for verified organizations ("Your organization must be verified to generate reasoning summaries").
+        thinking: How Claude is asked to think: ``"budget"`` (``thinking: {"type": "enabled", "budget_tokens":
+            N}``, the only mode of Claude 4.5 and earlier), ``"adaptive"`` (``thinking: {"type": "adaptive"}`` with
+            ``output_config.effort``, the only mode of Claude Opus 4.7 and later), or None (no thinking).
+        forced_tool: Whether the family accepts a ``tool_choice`` that forces a tool (``"required"``, a tool's name,
+            structured output). Claude Opus 5.5, Sonnet 5.5, Fable 5.1 and later refuse it on every request.
+        prefill: Whether a request may end with an assistant turn (a prefill). Claude 4.6 and later refuse it.
     """
 
     family: str
@@ -87,6 +93,9 @@ class ModelProfile:
     tool_call_content: str | None = ""
     reasoning_content: Literal["send", "drop"] = "drop"
     reasoning_summary: Literal["auto", "concise", "detailed"] | None = "auto"
+    thinking: Literal["budget", "adaptive"] | None = None
+    forced_tool: bool = True
+    prefill: bool = True
 
     def with_capabilities(self, capabilities: ModelCapabilities | None) -> ModelProfile:
         """This profile with other capabilities (a caller's override), or itself when None."""
@@ -183,12 +192,36 @@ _OPENAI_FALLBACK = ModelProfile("", _caps(), None)
 
 
 def _claude(
-    family: str, max_output: int, default_output: int = 8_192, context: int = 200_000, *, thinking: bool = False
+    family: str,
+    max_output: int,
+    default_output: int = 8_192,
+    context: int = 200_000,
+    *,
+    thinking: Literal["budget", "adaptive"] | None = None,
+    forced_tool: bool = True,
+    temperature: bool = True,
 ) -> ModelProfile:
     # Anthropic needs max_tokens on every request; the default stays modest so a missing setting does not
     # reserve a huge output budget, and never exceeds what the family can produce.
     return ModelProfile(
-        family, _caps(images=True, context=context, reasoning=thinking), min(default_output, max_output), max_output
+        family,
+        _caps(images=True, context=context, reasoning=thinking is not None),
+        min(default_output, max_output),
+        max_output,
+        temperature=temperature,
+        thinking=thinking,
+        forced_tool=forced_tool,
+        prefill=thinking != "adaptive",
+    )
+
+
+def _adaptive(family: str, *, temperature: bool = False, forced_tool: bool = True) -> ModelProfile:
+    # Claude 4.6 and later (Anthropic's thinking docs, "Thinking support, defaults, and rejected configurations by
+    # model" and "Limits and feature compatibility"): a 1M-token context, 128K output, adaptive thinking, no
+    # prefill; from Opus 4.7 on, a temperature other than the default is refused on every request, and Opus 5.5,
+    # Sonnet 5.5 and Fable/Mythos 5.1 and later refuse a forced tool on every request.
+    return _claude(
+        family, 128_000, context=1_000_000, thinking="adaptive", forced_tool=forced_tool, temperature=temperature
     )
 
 
@@ -198,15 +231,40 @@ _ANTHROPIC: tuple[ModelProfile, ...] = (
     _claude("claude-3-sonnet", 4_096),
     _claude("claude-3-5-haiku", 8_192),
     _claude("claude-3-5-sonnet", 8_192),
-    _claude("claude-3-7-sonnet", 64_000, thinking=True),
-    _claude("claude-sonnet-4", 64_000, thinking=True),
-    _claude("claude-opus-4", 32_000, thinking=True),
-    _claude("claude-haiku-4", 64_000, thinking=True),
-    _claude("claude-opus-4-5", 64_000, thinking=True),
+    # Extended thinking with a budget: the only mode of these families (they answer 400 to adaptive).
+    _claude("claude-3-7-sonnet", 64_000, thinking="budget"),
+    _claude("claude-sonnet-4", 64_000, thinking="budget"),
+    _claude("claude-opus-4", 32_000, thinking="budget"),
+    _claude("claude-haiku-4", 64_000, thinking="budget"),
+    _claude("claude-opus-4-5", 64_000, thinking="budget"),
+    # Adaptive thinking: 4.6 takes both modes but deprecates the budget; 4.7 and later refuse it.
+    _adaptive("claude-opus-4-6", temperature=True),
+    _adaptive("claude-sonnet-4-6", temperature=True),
+    _adaptive("claude-opus-4-7"),
+    _adaptive("claude-opus-4-8"),
+    _adaptive("claude-sonnet-5"),
+    _adaptive("claude-opus-5"),
+    _adaptive("claude-fable-5"),
+    _adaptive("claude-mythos-5"),
+    _adaptive("claude-haiku-5"),
+    _adaptive("claude-fable-5-1", forced_tool=False),
+    _adaptive("claude-mythos-5-1", forced_tool=False),
+    _adaptive("claude-fable-5-2", forced_tool=False),
+    _adaptive("claude-mythos-5-2", forced_tool=False),
+    _adaptive("claude-opus-5-5", forced_tool=False),
+    _adaptive("claude-sonnet-5-5", forced_tool=False),
 )
 
-# A model id no family knows is a newer Claude: they all think (extended thinking came with 3.7).
-_ANTHROPIC_FALLBACK = ModelProfile("", _caps(images=True, context=200_000, reasoning=True), 4_096)
+# A model id no family knows is a newer Claude: it thinks adaptively, takes no prefill and no temperature (as every
+# Claude since Opus 4.7). Its limits are not known, so the default answer stays short and the context modest.
+_ANTHROPIC_FALLBACK = ModelProfile(
+    "",
+    _caps(images=True, context=200_000, reasoning=True),
+    4_096,
+    temperature=False,
+    thinking="adaptive",
+    prefill=False,
+)
 
 
 def _match(model: str, table: tuple[ModelProfile, ...], fallback: ModelProfile) -> ModelProfile:
