@@ -731,7 +731,7 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
         await ours()
         captured = (await client.get(f"{root}/__last")).json()
         first = json.loads(captured[key])
-        kind = "anthropic" if model is anthropic else "openai"
+        kind = "anthropic" if isinstance(model, AnthropicModel) else "openai"
         floor_client = httpx.AsyncClient(headers=headers[kind])
 
         async def theirs(
