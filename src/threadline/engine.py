@@ -199,6 +199,7 @@ async def run_turn(
             new_messages.append(repaired)
             yield repaired
 
+        thinking = _Thinking(options.on_reasoning)
         tool_choice = options.tool_choice
         while True:
             final_round = result.rounds >= options.max_tool_rounds
@@ -218,7 +219,7 @@ async def run_turn(
             )
             model.check(request)
 
-            response = await _call_model(host, model, request, options, result, span)
+            response = await _call_model(host, model, request, options, result, thinking, span)
             calls = response.tool_calls
             message = AssistantMessage(
                 content=response.content,
@@ -321,11 +322,12 @@ async def _call_model(
     request: ModelRequest,
     options: TurnOptions,
     result: TurnResult,
+    thinking: _Thinking,
     span: TurnSpan | None = None,
 ) -> ModelResponse:
     """Stream one model call and check what it returned; on failure record the partial output and raise."""
     parts: list[str] = []
-    thinking = _Thinking(options.on_reasoning)
+    thinking.begin_call()
     on_text = options.on_text
     response: ModelResponse | None = None
     call = None if span is None else span.chat(model, request)
@@ -392,27 +394,35 @@ async def _call_model(
 
 
 class _Thinking:
-    """The reasoning a call streams: passed on to ``on_reasoning`` as it comes, and kept so that a call that fails
-    logs what it had thought. Those parts are kept without any signature: a cut block is never sent back as if it
-    were whole."""
+    """The reasoning the calls of one turn stream: passed on to ``on_reasoning`` as it comes (a blank line between
+    parts, within a call and from one call to the next), and kept per call so that a call that fails logs what it
+    had thought. Those parts are kept without any signature: a cut block is never sent back as if it were whole."""
 
-    __slots__ = ("_on_reasoning", "_parts", "_providers")
+    __slots__ = ("_on_reasoning", "_parts", "_providers", "_showing", "_shown")
 
     def __init__(self, on_reasoning: Callable[[str], Any] | None) -> None:
         self._on_reasoning = on_reasoning
         self._parts: dict[int, list[str]] = {}
         self._providers: dict[int, str | None] = {}
+        self._shown = False  # whether on_reasoning was given anything in this turn
+        self._showing: int | None = None  # the part of this call on_reasoning was last given
+
+    def begin_call(self) -> None:
+        """Forget the parts of the previous call (they are in the log now)."""
+        self._parts = {}
+        self._providers = {}
+        self._showing = None
 
     def add(self, delta: ReasoningDelta) -> None:
         pieces = self._parts.get(delta.part)
-        new_part = pieces is None
         if pieces is None:
             pieces = self._parts[delta.part] = []
             self._providers[delta.part] = delta.provider if isinstance(delta.provider, str) else None
         pieces.append(delta.text)
         if self._on_reasoning is not None and delta.text:
-            if new_part and len(self._parts) > 1:
+            if self._shown and delta.part != self._showing:
                 self._on_reasoning("\n\n")
+            self._shown, self._showing = True, delta.part
             self._on_reasoning(delta.text)
 
     def partial(self) -> list[Reasoning]:

@@ -212,7 +212,7 @@ async def test_the_log_keeps_what_the_model_thought_and_on_reasoning_sees_it_str
         Reasoning(text="Second thought, a longer one.", signature="c2", provider="anthropic"),
     ]
     assert log[3].reasoning == [Reasoning(text="Answer now.", provider="anthropic")]
-    assert "".join(thoughts) == "The user wants Paris.\n\nSecond thought, a longer one.Answer now."
+    assert "".join(thoughts) == "The user wants Paris.\n\nSecond thought, a longer one.\n\nAnswer now."
     assert "".join(texts) == "22 C in Paris."  # thinking never reaches the text
     # The second request carried the first answer with its reasoning, to be replayed by the adapter.
     sent = model.requests[1].messages

@@ -73,7 +73,7 @@ async def test_a_tool_loop_with_reasoning_passes_the_servers_check(
     assert (thought.provider, thought.id) == ("openai-responses", first_id)
     assert thought.redacted and thought.redacted.startswith("gAAAAA")  # the server's sealed token, kept verbatim
     assert answer.reasoning[0].id == second_id
-    assert "".join(thoughts) == "**Checking the weather**\n\nI should call get_weather.The tool answered."
+    assert "".join(thoughts) == "**Checking the weather**\n\nI should call get_weather.\n\nThe tool answered."
     # The second request handed the reasoning back before its call, and the server (which refuses it otherwise)
     # answered.
     assert responses_server.count == 2
