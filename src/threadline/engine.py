@@ -115,8 +115,8 @@ class TurnOptions(msgspec.Struct):
         tool_timeout: Seconds a tool may run (a tool's own timeout wins).
         response_format: A JSON schema for structured output.
         on_text: Called with each piece of text as the model streams it.
-        on_reasoning: Called with each piece of the model's thinking as it streams (parts of one answer are
-            separated by a blank line); thinking never reaches ``on_text``.
+        on_reasoning: Called with each piece of the model's thinking as it streams (its parts, within an answer and
+            from one answer to the next, are separated by a blank line); thinking never reaches ``on_text``.
         run_context: Run-mode context for the context builder.
         meta: The `MessageMeta` every message of the turn is tagged with (None: the shared default).
     """
