@@ -9,6 +9,7 @@ a signal, which one and what this CPU has — with the end of the server's log; 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -26,6 +27,7 @@ __all__ = [
     "ServerDidNotStart",
     "check_alive",
     "exit_cause",
+    "extra_buffer_types",
     "free_port",
     "server_command",
     "start_server",
@@ -53,6 +55,20 @@ class RunningServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(10)
+
+
+# llama.cpp's own lines while it places a model's tensors (llama-model.cpp, verbose, as the server runs by default):
+# "... cannot be used with preferred buffer type CPU_REPACK, using CPU instead" and "load_tensors: AMX model buffer
+# size = ...". Plain host memory is "CPU" or "CPU_Mapped"; any other name is an extra buffer type.
+_PREFERRED = re.compile(r"preferred buffer type (\w+)")
+_MODEL_BUFFER = re.compile(r"load_tensors: +(\w+) model buffer size")
+
+
+def extra_buffer_types(log: str) -> set[str]:
+    """The extra CPU buffer types (``CPU_REPACK``, ``AMX``, ...) llama.cpp's log says it considered for a model's
+    weights: none when the model was loaded without them."""
+    names = set(_PREFERRED.findall(log)) | set(_MODEL_BUFFER.findall(log))
+    return names - {"CPU", "CPU_Mapped"}
 
 
 def free_port() -> int:

@@ -24,6 +24,7 @@ from .llama_server import (
     RunningServer,
     ServerDidNotStart,
     exit_cause,
+    extra_buffer_types,
     free_port,
     server_command,
     start_server,
@@ -47,16 +48,21 @@ def chat(base_url: str, text: str) -> dict[str, object]:
     return answer
 
 
+def start_with(setting: str, tmp_path: Path) -> RunningServer:
+    """A second server, with ``THREADLINE_LLAMA_EXTRA_BUFFERS=setting`` and llama.cpp's own loading log."""
+    port = free_port()
+    return start_server(
+        server_command(port, "--verbose", "True"),
+        f"http://127.0.0.1:{port}/v1",
+        tmp_path / "server.log",
+        env={"THREADLINE_LLAMA_EXTRA_BUFFERS": setting},
+    )
+
+
 @pytest.fixture
 def forced_off(tmp_path: Path) -> Iterator[RunningServer]:
     """A second server whose models load without extra buffer types whatever the CPU has."""
-    port = free_port()
-    server = start_server(
-        server_command(port),
-        f"http://127.0.0.1:{port}/v1",
-        tmp_path / "server.log",
-        env={"THREADLINE_LLAMA_EXTRA_BUFFERS": "off"},
-    )
+    server = start_with("off", tmp_path)
     try:
         yield server
     finally:
@@ -81,6 +87,29 @@ def test_a_server_forced_off_generates(forced_off: RunningServer) -> None:
     assert forced_off.process.poll() is None
     log = forced_off.log_path.read_text(errors="replace")
     assert "llama.cpp extra CPU buffer types off (THREADLINE_LLAMA_EXTRA_BUFFERS=off)" in log
+    # llama.cpp itself placed the weights in plain host memory, considering no extra buffer type: AMX's is one of
+    # them, and only through it do the AMX kernels run.
+    assert "model buffer size" in log
+    assert extra_buffer_types(log) == set()
+
+
+def test_a_server_forced_on_offers_llama_cpp_its_extra_buffer_types(tmp_path: Path) -> None:
+    """The other side of the check above: loaded with extra buffer types, llama.cpp's log names those it has for
+    this CPU (AMX on a CPU with AMX, CPU_REPACK where its repacking kernels are built), so an empty set there means
+    they were switched off. Nothing is generated: on a CPU with AMX that would crash this server."""
+    server = start_with("on", tmp_path)
+    try:
+        log = server.log_path.read_text(errors="replace")
+    finally:
+        server.stop()
+    assert "llama.cpp extra CPU buffer types on (THREADLINE_LLAMA_EXTRA_BUFFERS=on)" in log
+    assert "model buffer size" in log
+    if cpu_has_amx():
+        assert "AMX" in extra_buffer_types(log)
+    elif "REPACK = 1" in log:  # llama.cpp's system line: built with its repacking kernels (x86 with AVX2, Arm)
+        assert "CPU_REPACK" in extra_buffer_types(log)
+    else:
+        pytest.fail(f"llama.cpp offers no extra buffer type on this CPU, so the check cannot tell on from off:\n{log}")
 
 
 def test_an_unknown_setting_is_one_clear_line(tmp_path: Path) -> None:
