@@ -210,6 +210,9 @@ def test_empty_model_names_are_refused() -> None:
         ("o1-mini", "o1-mini", False, False, False),
         ("o3-mini-2025-01-31", "o3-mini", True, True, False),
         ("llama3.2:3b", "", True, False, False),
+        ("gpt-5-mini", "gpt-5", True, True, True),
+        ("gpt-5-chat-latest", "gpt-5-chat", True, True, True),  # not a reasoning model, despite the prefix
+        ("gpt-5.1-chat-latest", "gpt-5-chat", True, True, True),
     ],
 )
 def test_openai_families(name: str, family: str, tools: bool, structured: bool, images: bool) -> None:
@@ -223,6 +226,9 @@ def test_reasoning_families_differ_on_the_wire() -> None:
     assert openai_profile("o4-mini").system_role == "developer"
     assert openai_profile("o4-mini").max_tokens_field == "max_completion_tokens"
     assert openai_profile("gpt-4o").system_role == "system"
+    assert openai_profile("gpt-5.1").capabilities.reasoning and not openai_profile("gpt-5.1").temperature
+    chat = openai_profile("gpt-5.1-chat-latest")
+    assert not chat.capabilities.reasoning and chat.temperature and chat.system_role == "system"
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from threadline import (
     open_store,
 )
 from threadline.conversation_config import ConversationConfig
-from threadline.errors import ModelError
+from threadline.errors import CapabilityError, ModelError
 from threadline.models.openai_responses import OpenAIResponsesModel
 
 from .conftest import SECRET, make_responses
@@ -229,6 +229,25 @@ async def test_a_model_that_does_not_reason_works_without_encrypted_reasoning(re
         await model.aclose()
     assert messages[-1].content == "22 C." and messages[0].reasoning == []  # type: ignore[union-attr]
     assert all("include" not in body for body in responses_server.bodies)  # the server refuses it for this model
+
+
+@pytest.mark.parametrize("name", ["gpt-5-chat-latest", "gpt-5.1-chat-latest", "openai/gpt-5.2-chat-latest"])
+async def test_gpt5_chat_models_are_not_sent_reasoning_settings(responses_server: FakeResponses, name: str) -> None:
+    """GPT-5's chat variants share the reasoning family's prefix but do not reason: OpenAI refuses
+    ``include: ["reasoning.encrypted_content"]`` for them (pydantic/pydantic-ai#3326), and they keep a temperature."""
+    model = make_responses(responses_server, name)
+    responses_server.add(Answer(tool_calls=(PARIS,)), Answer("22 C."))
+    try:
+        conversation = llm.model(model).tools(get_weather).request(QUESTION).prompt_conversation(temperature=0.2)
+        messages = [message async for message in conversation]
+        with pytest.raises(CapabilityError, match="reasoning"):
+            await llm.model(model).reasoning(effort="low").request(QUESTION).prompt_async()
+    finally:
+        await model.aclose()
+    assert messages[-1].content == "22 C."
+    assert len(responses_server.bodies) == 2  # the refused reasoning request never left
+    assert all("include" not in body and "reasoning" not in body for body in responses_server.bodies)
+    assert all(body["temperature"] == 0.2 for body in responses_server.bodies)
 
 
 async def test_a_stop_at_max_output_tokens_is_a_length_stop(

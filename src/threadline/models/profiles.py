@@ -19,6 +19,7 @@ whatever the base URL is.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -190,6 +191,18 @@ _OPENAI: tuple[ModelProfile, ...] = (
 
 _OPENAI_FALLBACK = ModelProfile("", _caps(), None)
 
+# GPT-5's chat variants (gpt-5-chat-latest, gpt-5.1-chat-latest, …) are the non-reasoning model behind ChatGPT: they
+# take a temperature and no reasoning settings, and the Responses API refuses to include encrypted reasoning for them
+# ("Encrypted content is not supported with this model", param "include"). Their names share the reasoning
+# family's prefix, so they are matched by pattern before the prefixes.
+_GPT5_CHAT = re.compile(r"gpt-5(?:\.\d+)*-chat")
+_GPT5_CHAT_PROFILE = ModelProfile(
+    "gpt-5-chat",
+    _caps(structured=True, images=True, context=128_000),
+    16_384,
+    max_tokens_field="max_completion_tokens",
+)
+
 
 def _claude(
     family: str,
@@ -279,6 +292,8 @@ def _match(model: str, table: tuple[ModelProfile, ...], fallback: ModelProfile) 
 
 def openai_profile(model: str) -> ModelProfile:
     """The profile of an OpenAI (or OpenAI-compatible) model name, e.g. ``"gpt-4o-mini"``."""
+    if _GPT5_CHAT.match(model.rsplit("/", 1)[-1].lower()):
+        return _GPT5_CHAT_PROFILE
     return _match(model, _OPENAI, _OPENAI_FALLBACK)
 
 
@@ -363,4 +378,4 @@ def _option_choices(key: str) -> dict[str, Any]:
 
 def known_families() -> dict[str, tuple[ModelProfile, ...]]:
     """Every known family by provider (what ``threadline models --families`` lists)."""
-    return {"openai": _OPENAI, "anthropic": _ANTHROPIC}
+    return {"openai": (*_OPENAI, _GPT5_CHAT_PROFILE), "anthropic": _ANTHROPIC}

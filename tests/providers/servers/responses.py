@@ -38,6 +38,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -310,7 +311,9 @@ class FakeResponses(FakeOpenAI):
 
 
 def _reasons(model: str) -> bool:
-    return model.rsplit("/", 1)[-1].startswith(REASONING_FAMILIES)
+    name = model.rsplit("/", 1)[-1]
+    # gpt-5-chat-latest, gpt-5.1-chat-latest: the non-reasoning chat models (OpenAI's model pages).
+    return name.startswith(REASONING_FAMILIES) and not re.match(r"gpt-5(\.\d+)*-chat", name)
 
 
 def _assistant_item(item: dict[str, Any]) -> bool:
