@@ -58,7 +58,15 @@ from ._convert_common import (
 from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
 
-__all__ = ["ChatStream", "ToolPlan", "build_request", "parse_completion", "plan_tools", "replayed_reasoning"]
+__all__ = [
+    "ChatStream",
+    "ToolPlan",
+    "build_request",
+    "check_effort_with_tools",
+    "parse_completion",
+    "plan_tools",
+    "replayed_reasoning",
+]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -117,6 +125,22 @@ def plan_tools(request: ModelRequest, profile: ModelProfile) -> ToolPlan:
             "offer one tool, or name the tool to call with tool_choice"
         )
     return ToolPlan(choice, final, False)
+
+
+def check_effort_with_tools(request: ModelRequest, model: str, profile: ModelProfile) -> None:
+    """Refuse reasoning settings on a request with function tools for a model whose Chat Completions refuses them.
+
+    Raises:
+        CapabilityError: for such a request, naming the API that takes both.
+    """
+    if profile.effort_with_tools == "any" or request.settings.reasoning is None:
+        return
+    if request.tools or plan_tools(request, profile).final_tool:
+        raise CapabilityError(
+            f"{model} does not take reasoning settings together with function tools on Chat Completions (OpenAI "
+            f"answers 400 'Function tools with reasoning_effort are not supported'): use openai-responses:{model}, "
+            "which takes both, or leave out .reasoning()"
+        )
 
 
 def build_request(
@@ -239,8 +263,11 @@ def build_request(
     if settings.temperature is not None and profile.temperature:
         body["temperature"] = settings.temperature
     if settings.reasoning is not None:
-        # Only models whose profile has reasoning get here (`check_capabilities` refuses the others first).
+        # Only models whose profile has reasoning get here (`check_capabilities` refuses the others first), and
+        # with tools only those that take both (`check_effort_with_tools`).
         body["reasoning_effort"] = settings.reasoning.level()
+    elif tools and profile.effort_with_tools == "none":
+        body["reasoning_effort"] = "none"  # the one effort such a model accepts along with function tools
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}

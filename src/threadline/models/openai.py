@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._http_model import HTTPModel
-from ._openai_convert import ChatStream, build_request, parse_completion, plan_tools
+from ._openai_convert import ChatStream, build_request, check_effort_with_tools, parse_completion, plan_tools
 from .profiles import openai_profile
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class OpenAIModel(HTTPModel):
 
     def _check_wire(self, request: ModelRequest) -> None:
         plan_tools(request, self.profile)  # raises CapabilityError for a choice this server cannot honour
+        check_effort_with_tools(request, self.model_id, self.profile)
 
     def _translate(self, request: ModelRequest, stream: bool) -> Translation:
         body, context = build_request(request, self.model_id, self.profile, stream=stream)

@@ -80,6 +80,12 @@ class ModelProfile:
         forced_tool: Whether the family accepts a ``tool_choice`` that forces a tool (``"required"``, a tool's name,
             structured output). Claude Opus 5.5, Sonnet 5.5, Fable 5.1 and later refuse it on every request.
         prefill: Whether a request may end with an assistant turn (a prefill). Claude 4.6 and later refuse it.
+        effort_with_tools: What Chat Completions does with ``reasoning_effort`` on a request that offers function
+            tools: ``"any"`` (takes it), ``"refused"`` (answers 400, "Function tools with reasoning_effort are not
+            supported for gpt-5.4 in /v1/chat/completions": reasoning settings with tools are a `CapabilityError`,
+            pointing to ``openai-responses:``), or ``"none"`` (the same, and the model's own default effort counts
+            too, so such requests carry ``reasoning_effort: "none"``, the value it accepts with tools). The Responses
+            API takes both together on every model.
     """
 
     family: str
@@ -97,6 +103,7 @@ class ModelProfile:
     thinking: Literal["budget", "adaptive"] | None = None
     forced_tool: bool = True
     prefill: bool = True
+    effort_with_tools: Literal["any", "refused", "none"] = "any"
 
     def with_capabilities(self, capabilities: ModelCapabilities | None) -> ModelProfile:
         """This profile with other capabilities (a caller's override), or itself when None."""
@@ -144,13 +151,21 @@ def _caps(
     )
 
 
-def _reasoning(family: str, *, images: bool, context: int, tools: bool = True) -> ModelProfile:
+def _reasoning(
+    family: str,
+    *,
+    images: bool,
+    context: int,
+    tools: bool = True,
+    effort_with_tools: Literal["any", "refused", "none"] = "any",
+) -> ModelProfile:
     return ModelProfile(
         family,
         _caps(tools=tools, structured=tools, images=images, context=context, reasoning=True),
         system_role="developer",
         max_tokens_field="max_completion_tokens",
         temperature=False,
+        effort_with_tools=effort_with_tools,
     )
 
 
@@ -178,6 +193,14 @@ _OPENAI: tuple[ModelProfile, ...] = (
     _reasoning("o3-mini", images=False, context=200_000),
     _reasoning("o4-mini", images=True, context=200_000),
     _reasoning("gpt-5", images=True, context=400_000),
+    # From GPT-5.2 on, Chat Completions refuses reasoning_effort on a request with function tools ("Function tools
+    # with reasoning_effort are not supported for gpt-5.4 in /v1/chat/completions. Please use /v1/responses
+    # instead."); GPT-5.6 applies a default effort, so it refuses tools unless the request says "none" (its error
+    # text: "To use function tools, use /v1/responses or set reasoning_effort to 'none'").
+    _reasoning("gpt-5.2", images=True, context=400_000, effort_with_tools="refused"),
+    _reasoning("gpt-5.4", images=True, context=400_000, effort_with_tools="refused"),
+    _reasoning("gpt-5.5", images=True, context=400_000, effort_with_tools="refused"),
+    _reasoning("gpt-5.6", images=True, context=400_000, effort_with_tools="none"),
     # Open reasoning families served by compatible servers, where the server takes ``reasoning_effort``. gpt-oss
     # (vLLM, Ollama, llama-server) takes low/medium/high. DeepSeek's API takes it in thinking mode (low, high, max;
     # medium is read as high) and requires the thinking of tool-calling turns back (its thinking-mode guide; the

@@ -15,11 +15,16 @@ checked against the real one, which the CI tests also run):
   null or missing;
 - ``tool_choice``: tools offered without ``tool_choice`` (or with ``"none"``) are ignored, so the answer is its
   text alone; ``"required"`` is HTTP 500 with an empty message; ``"auto"`` cannot be streamed (HTTP 500).
+
+Whatever the quirks, it keeps OpenAI's rule for GPT-5.2 and later (reported with the API's own error text in
+pipecat-ai/pipecat#4043, openai/openai-openapi#541 and BerriAI/litellm#34569): a request with function tools and a
+``reasoning_effort`` is refused, and for GPT-5.6 one with tools and any effort but ``"none"``, even none at all.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import replace
 from typing import Any
@@ -30,6 +35,31 @@ CREATED = 1_727_000_000
 
 LLAMA_CPP_PYTHON = frozenset({"repeat_names", "reject_null_content", "tool_choice"})
 """The quirks of llama-cpp-python's server (``--chat_format chatml-function-calling``)."""
+
+
+def _effort_with_tools(body: dict[str, Any]) -> Status | None:
+    """OpenAI's rule for GPT-5.2 and later on Chat Completions: no ``reasoning_effort`` on a request with function
+    tools (400, the API's own text); GPT-5.6 applies a default effort, so there tools need an explicit ``"none"``."""
+    model = str(body.get("model", "")).rsplit("/", 1)[-1]
+    if not body.get("tools") or re.match(r"gpt-5(\.\d+)*-chat", model):
+        return None
+    effort = body.get("reasoning_effort")
+    if model.startswith("gpt-5.6"):
+        if effort == "none":
+            return None
+        message = (
+            f"Function tools with reasoning_effort are not supported for {model} in /v1/chat/completions. To use "
+            "function tools, use /v1/responses or set reasoning_effort to 'none'."
+        )
+    elif model.startswith(("gpt-5.2", "gpt-5.4", "gpt-5.5")) and effort is not None:
+        message = (
+            f"Function tools with reasoning_effort are not supported for {model} in /v1/chat/completions. Please "
+            "use /v1/responses instead."
+        )
+    else:
+        return None
+    error = {"message": message, "type": "invalid_request_error", "param": "reasoning_effort", "code": None}
+    return Status(400, {"error": error})
 
 
 def call_id(tool: Any) -> str:
@@ -54,6 +84,9 @@ class FakeOpenAI(FakeServer):
 
     def refuse(self, request: Recorded) -> Status | None:
         body = request.json or {}
+        refusal = _effort_with_tools(body)
+        if refusal is not None:
+            return refusal
         if "reject_null_content" in self.quirks:
             for index, message in enumerate(body.get("messages") or ()):
                 if message.get("role") == "assistant" and not isinstance(message.get("content"), str):
