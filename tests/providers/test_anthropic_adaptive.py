@@ -256,7 +256,7 @@ async def test_a_forced_tool_and_structured_output_go_with_adaptive_thinking(ser
     server.add(
         Thought(blocks=(ToolUse("get_weather", '{"city": "Paris"}'),)),
         Thought(blocks=("22 C.",)),
-        Thought(blocks=(ToolUse("final_result", '{"name": "Paris"}'),)),
+        Thought(blocks=('{"name": "Paris"}',)),
     )
     model = make_anthropic(server, "claude-opus-4-7")  # type: ignore[arg-type]
     try:
@@ -267,7 +267,11 @@ async def test_a_forced_tool_and_structured_output_go_with_adaptive_thinking(ser
         await model.aclose()
     assert city == City(name="Paris")
     assert server.bodies[0]["tool_choice"] == {"type": "any"} and server.bodies[0]["thinking"] == ADAPTIVE
-    assert server.bodies[2]["tool_choice"]["type"] == "tool" and server.bodies[2]["thinking"] == ADAPTIVE
+    # Structured output is Claude's JSON outputs, beside the effort in output_config: no forced tool.
+    assert "tools" not in server.bodies[2] and server.bodies[2]["thinking"] == ADAPTIVE
+    schema = {"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}, "required": ["name"]}
+    output_format = {"type": "json_schema", "schema": {**schema, "title": "City", "additionalProperties": False}}
+    assert server.bodies[2]["output_config"] == {"effort": "low", "format": output_format}
 
 
 @pytest.mark.parametrize("reasoning", [True, False])
@@ -284,8 +288,9 @@ async def test_a_forced_tool_is_refused_before_any_request_where_the_api_always_
             builder = builder.reasoning(effort="low")
         with pytest.raises(CapabilityError, match='tool_choice: type "tool" and "any" are not supported'):
             await builder.tool_choice("get_weather").request("Weather?").prompt_async()
-        with pytest.raises(CapabilityError, match="structured output is a forced tool call"):
-            await llm.model(model).request("Capital of France?").prompt_for_type_async(City)
+        # A schema JSON outputs cannot express (free keys) would need the forced final-result tool.
+        with pytest.raises(CapabilityError, match="structured output through the final-result tool"):
+            await llm.model(model).request("Population by city?").prompt_for_type_async(dict[str, int])
     finally:
         await model.aclose()
     assert server.count == 0

@@ -166,6 +166,9 @@ def test_no_reasoning_settings_send_no_thinking_fields() -> None:
     assert "thinking" not in body and "output_config" not in body  # the model's own default applies
 
 
+FREE_KEYS = {"type": "object", "additionalProperties": {"type": "integer"}}  # dict[str, int]: JSON outputs refuse it
+
+
 def test_a_forced_tool_goes_with_adaptive_thinking() -> None:
     request = req(UserMessage(content="Weather?"), tool_choice="required")
     check_thinking(request, OPUS_47, "anthropic:claude-opus-4-7")  # "adaptive thinking supports forced tool use"
@@ -181,8 +184,8 @@ def test_a_forced_tool_goes_with_adaptive_thinking() -> None:
         ({"tool_choice": "required"}, r"\(tool_choice='required'\).*are not supported for this model"),
         ({"tool_choice": "get_weather"}, r"\(tool_choice='get_weather'\)"),
         (
-            {"response_format": ResponseFormat(name="A", schema={"type": "object"})},
-            r"\(structured output is a forced tool call on Anthropic\)",
+            {"response_format": ResponseFormat(name="A", schema=FREE_KEYS)},
+            r"\(structured output through the final-result tool: the schema allows extra properties or is recursive\)",
         ),
     ],
 )
@@ -193,6 +196,19 @@ def test_a_forced_tool_is_refused_on_the_families_that_refuse_it_on_every_reques
     request = req(UserMessage(content="q"), settings=ModelSettings(reasoning=reasoning), **kwargs)
     with pytest.raises(CapabilityError, match=message):
         check_thinking(request, anthropic_profile("claude-opus-5-5"), "anthropic:claude-opus-5-5")
+
+
+@pytest.mark.parametrize("reasoning", [None, ReasoningSettings(effort="low")])
+def test_structured_output_in_json_outputs_goes_where_forced_tools_do_not(reasoning: ReasoningSettings | None) -> None:
+    profile = anthropic_profile("claude-opus-5-5")
+    fits = ResponseFormat(name="A", schema={"type": "object", "properties": {"a": {"type": "integer"}}})
+    request = req(UserMessage(content="q"), settings=ModelSettings(reasoning=reasoning), response_format=fits)
+    check_thinking(request, profile, "anthropic:claude-opus-5-5")
+    body = body_of(request, profile)
+    # The offered tool stays offered, unforced; there is no final-result tool.
+    assert [tool["name"] for tool in body["tools"]] == [WEATHER.name] and "tool_choice" not in body
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False}
+    assert body["output_config"]["format"] == {"type": "json_schema", "schema": schema}
 
 
 @pytest.mark.parametrize("reasoning", [None, ReasoningSettings(effort="low")])

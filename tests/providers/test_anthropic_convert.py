@@ -342,9 +342,12 @@ def test_a_stream_without_message_stop_is_a_cut_stream() -> None:
 
 
 def test_structured_output_is_a_forced_final_tool_whose_input_is_the_answer() -> None:
+    """On the families without Claude's JSON outputs (Claude 3.x, Sonnet 4, Opus 4 and 4.1)."""
     schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
     fmt = ResponseFormat(name="Person", schema=schema)
-    body, context = build_request(request(UserMessage(content="who?"), response_format=fmt), "c", PROFILE, stream=False)
+    older = anthropic_profile("claude-sonnet-4-0")
+    assert not older.capabilities.structured_output
+    body, context = build_request(request(UserMessage(content="who?"), response_format=fmt), "c", older, stream=False)
     assert body["tools"] == [
         {"name": "final_result", "description": body["tools"][0]["description"], "input_schema": schema}
     ]
@@ -362,6 +365,6 @@ def test_structured_output_is_a_forced_final_tool_whose_input_is_the_answer() ->
 
     # With other tools offered the model must call one of them or the final tool.
     body, _ = build_request(
-        request(UserMessage(content="who?"), tools=[WEATHER], response_format=fmt), "c", PROFILE, stream=False
+        request(UserMessage(content="who?"), tools=[WEATHER], response_format=fmt), "c", older, stream=False
     )
     assert body["tool_choice"] == {"type": "any"}

@@ -388,6 +388,27 @@ async def test_a_stream_cut_between_thinking_and_its_signature_is_never_replayed
     assert "[LLM_ERROR type=connection" in server.bodies[1]["messages"][1]["content"][0]["text"]
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_structured_output_with_a_thinking_budget_is_claudes_json_outputs(
+    server: FakeAnthropicThinking, claude: AnthropicModel, stream: bool
+) -> None:
+    """A thinking budget refuses every forced tool, so structured output goes as JSON outputs (Claude 4.5 on):
+    the thinking is kept in the log and the JSON text is the answer."""
+
+    class City(BaseModel):
+        name: str
+        population: int
+
+    server.add(Thought(blocks=(Think("France's capital is Paris."), '{"name": "Paris", "population": 2100000}')))
+    conversation = llm.model(claude).reasoning(budget_tokens=2_048).request("Capital of France?")
+    city = await conversation.prompt_for_type_async(City, stream=stream)
+    assert city == City(name="Paris", population=2_100_000)
+    body = server.bodies[0]
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2_048}
+    assert "tools" not in body and "tool_choice" not in body
+    assert body["output_config"]["format"]["schema"]["additionalProperties"] is False
+
+
 async def test_a_forced_tool_or_structured_output_with_thinking_is_refused_before_any_request(
     server: FakeAnthropicThinking, claude: AnthropicModel
 ) -> None:
@@ -397,8 +418,9 @@ async def test_a_forced_tool_or_structured_output_with_thinking_is_refused_befor
     thinking = llm.model(claude).tools(get_weather).reasoning(effort="low")
     with pytest.raises(CapabilityError, match="only tool_choice auto or none"):
         await thinking.tool_choice("required").request("Weather?").prompt_async()
-    with pytest.raises(CapabilityError, match="structured output is a forced tool call"):
-        await thinking.request("Capital of France?").prompt_for_type_async(City)
+    # A schema Claude's JSON outputs cannot take (free keys) needs the forced final-result tool.
+    with pytest.raises(CapabilityError, match="structured output through the final-result tool"):
+        await thinking.request("Population by city?").prompt_for_type_async(dict[str, int])
     with pytest.raises(UserError, match="at least 1,024 tokens"):
         await llm.model(claude).reasoning(budget_tokens=100).request("q").prompt_async()
     assert server.count == 0

@@ -106,7 +106,7 @@ def test_max_tokens_always_exceeds_the_budget_within_the_output_limit(
         (
             {"response_format": ResponseFormat(name="A", schema={"type": "object"})},
             CapabilityError,
-            "structured output is a forced tool call",
+            "structured output through the final-result tool: this model has no JSON outputs",
         ),
         (
             {"settings": ModelSettings(reasoning=ReasoningSettings(budget_tokens=500))},

@@ -44,29 +44,46 @@ async def test_prompt_for_type_uses_json_schema_on_openai(openai_server: FakeOpe
     assert "tools" not in body
 
 
-async def test_prompt_for_type_uses_a_final_result_tool_on_anthropic(
+async def test_prompt_for_type_uses_json_outputs_on_claude_4_5_and_later(
     anthropic_server: FakeAnthropic, anthropic_model: AnthropicModel
 ) -> None:
-    anthropic_server.add(Answer(tool_calls=(ToolUse("final_result", '{"name": "Paris", "population": 2102650}'),)))
-    conversation = llm.model(anthropic_model).request("Largest city of France?")
+    anthropic_server.add(Answer('{"name": "Paris", "population": 2102650}'))
+    conversation = llm.model(anthropic_model).request("Largest city of France?")  # claude-haiku-4-5
     city = await conversation.prompt_for_type_async(City)
     assert city == City(name="Paris", population=2102650)
     body = anthropic_server.bodies[0]
+    assert "tools" not in body and "tool_choice" not in body
+    output_format = body["output_config"]["format"]
+    assert output_format["type"] == "json_schema"
+    assert output_format["schema"]["properties"].keys() == {"name", "population"}
+    assert output_format["schema"]["additionalProperties"] is False  # the API requires it on every object
+
+
+async def test_prompt_for_type_uses_a_final_result_tool_on_older_claude(anthropic_server: FakeAnthropic) -> None:
+    model = make_anthropic(anthropic_server, "claude-3-5-haiku-latest")
+    anthropic_server.add(Answer(tool_calls=(ToolUse("final_result", '{"name": "Paris", "population": 2102650}'),)))
+    try:
+        city = await llm.model(model).request("Largest city of France?").prompt_for_type_async(City)
+    finally:
+        await model.aclose()
+    assert city == City(name="Paris", population=2102650)
+    body = anthropic_server.bodies[0]
+    assert "output_config" not in body  # that family answers 400 to it
     assert body["tools"][0]["name"] == "final_result"
     assert body["tools"][0]["input_schema"]["properties"].keys() == {"name", "population"}
     assert body["tool_choice"] == {"type": "tool", "name": "final_result"}
 
 
-async def test_structured_answer_is_logged_as_text_without_a_tool_call(
-    anthropic_server: FakeAnthropic, anthropic_model: AnthropicModel
-) -> None:
+async def test_structured_answer_is_logged_as_text_without_a_tool_call(anthropic_server: FakeAnthropic) -> None:
+    model = make_anthropic(anthropic_server, "claude-3-5-haiku-latest")  # through the final-result tool
     anthropic_server.add(Answer(tool_calls=(ToolUse("final_result", '{"name": "Oslo", "population": 709037}'),)))
     from threadline import Conversation
 
     conversation = Conversation()
-    city = (
-        await conversation.continuation.model(anthropic_model).request("Capital of Norway?").prompt_for_type_async(City)
-    )
+    try:
+        city = await conversation.continuation.model(model).request("Capital of Norway?").prompt_for_type_async(City)
+    finally:
+        await model.aclose()
     assert city.name == "Oslo"
     answer = conversation.messages[-1]
     assert isinstance(answer, AssistantMessage)
@@ -76,17 +93,36 @@ async def test_structured_answer_is_logged_as_text_without_a_tool_call(
 
 
 async def test_prompt_for_type_with_tools_on_anthropic_lets_the_model_use_them_first(
-    anthropic_server: FakeAnthropic, anthropic_model: AnthropicModel
+    anthropic_server: FakeAnthropic,
 ) -> None:
+    older = make_anthropic(anthropic_server, "claude-3-5-haiku-latest")
     anthropic_server.add(
         Answer(tool_calls=(ToolUse("get_weather", '{"city": "Oslo"}'),)),
         Answer(tool_calls=(ToolUse("final_result", '{"name": "Oslo", "population": 709037}'),)),
     )
-    city = await llm.model(anthropic_model).tools(get_weather).request("Oslo?").prompt_for_type_async(City)
+    try:
+        city = await llm.model(older).tools(get_weather).request("Oslo?").prompt_for_type_async(City)
+    finally:
+        await older.aclose()
     assert city.population == 709037
     first, second = anthropic_server.bodies
     assert first["tool_choice"] == {"type": "any"}
     assert [t["name"] for t in first["tools"]] == ["get_weather", "final_result"]
+    assert second["messages"][-1]["content"][0]["type"] == "tool_result"
+
+
+async def test_prompt_for_type_with_tools_in_json_outputs_leaves_the_tools_unforced(
+    anthropic_server: FakeAnthropic, anthropic_model: AnthropicModel
+) -> None:
+    anthropic_server.add(
+        Answer(tool_calls=(ToolUse("get_weather", '{"city": "Oslo"}'),)),
+        Answer('{"name": "Oslo", "population": 709037}'),
+    )
+    city = await llm.model(anthropic_model).tools(get_weather).request("Oslo?").prompt_for_type_async(City)
+    assert city.population == 709037
+    first, second = anthropic_server.bodies
+    assert "tool_choice" not in first and [t["name"] for t in first["tools"]] == ["get_weather"]
+    assert first["output_config"] == second["output_config"]
     assert second["messages"][-1]["content"][0]["type"] == "tool_result"
 
 

@@ -18,8 +18,9 @@ How the log maps onto Anthropic's stricter shape:
   ``is_error``) of a user turn, always before any text in that turn, as the API requires.
 - A log that starts with an assistant turn gets a short user turn in front, since the API refuses that shape.
 - ``max_tokens`` is always sent (the profile's default when the caller sets none).
-- Structured output is a forced final-result tool; its input comes back as the answer's JSON text, and no tool
-  call is logged for it.
+- Structured output is Claude's JSON outputs (``output_config.format``) where the family and the schema allow it
+  (`_anthropic_schema`); otherwise a forced final-result tool, whose input comes back as the answer's JSON text, and
+  no tool call is logged for it.
 - Claude's thinking (``thinking`` and ``redacted_thinking`` blocks) is kept in order as `Reasoning` pieces, with a
   ``position`` for a piece that came after a text or a tool call (interleaved thinking), and goes back exactly as
   received; the rules of thinking on the wire (a budget or adaptive thinking, by the family's profile) live in
@@ -44,6 +45,7 @@ from ..messages import (
     UserMessage,
     content_for_model,
 )
+from ._anthropic_schema import native_format
 from ._anthropic_thinking import (
     PROVIDER,
     THINKING_TYPES,
@@ -200,7 +202,13 @@ def build_request(
     choice = request.tool_choice
     context = WireContext(catalog, ids)
     response_format = request.response_format
-    if response_format is not None:
+    native = None
+    if response_format is not None and profile.capabilities.structured_output:
+        native = native_format(response_format.schema)
+    if native is not None:
+        # Claude's JSON outputs: the answer is a text block holding the JSON (see _anthropic_schema).
+        body["output_config"] = {**body.get("output_config", {}), "format": native}
+    elif response_format is not None:
         final = final_tool_name(tool["name"] for tool in tools)
         context.final_tool = final
         tools.append(

@@ -10,8 +10,9 @@ tests model names.
   "budget_tokens": N}`` with N at least 1,024 and ``max_tokens`` above N ("`max_tokens` must be greater than
   `thinking.budget_tokens`"); when the caller sets no ``max_tokens``, or one that leaves no room, the budget plus
   the profile's default is sent, within the family's output limit. Only ``tool_choice`` auto or none may go with
-  it ("Thinking may not be enabled when tool_choice forces tool use."): a forced tool, and so structured output (a
-  forced final-result tool), is refused with `CapabilityError` before anything is sent.
+  it ("Thinking may not be enabled when tool_choice forces tool use."): a forced tool, and so structured output where
+  it goes through the forced final-result tool (a schema Claude's JSON outputs cannot express, see
+  `_anthropic_schema`), is refused with `CapabilityError` before anything is sent.
 - Adaptive families (Claude Opus 4.6 and Sonnet 4.6, which deprecate the budget, and every later Claude, which
   answers 400 to it: '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and
   "output_config.effort" to control thinking behavior.'): ``thinking: {"type": "adaptive", "display":
@@ -66,6 +67,7 @@ from typing import Any
 
 from ..errors import CapabilityError, UserError
 from ..messages import AssistantMessage, Reasoning, ToolCall, answer_parts
+from ._anthropic_schema import uses_final_tool
 from .base import ModelRequest, ReasoningSettings
 from .profiles import ModelProfile
 
@@ -95,7 +97,7 @@ def check_thinking(request: ModelRequest, profile: ModelProfile, name: str) -> N
         UserError: for a thinking budget under 1,024 tokens, or one that leaves no room for an answer under the
             family's output limit (budget families; adaptive ones take an effort instead).
     """
-    forced = _forced_tool(request)
+    forced = _forced_tool(request, profile)
     if forced is not None and not profile.forced_tool:
         raise CapabilityError(
             f"model {name!r} cannot be made to call a tool ({forced}): Anthropic answers it with "
@@ -111,11 +113,11 @@ def check_thinking(request: ModelRequest, profile: ModelProfile, name: str) -> N
     reasoning = request.settings.reasoning
     if reasoning is None or profile.thinking == "adaptive":
         return
-    if request.response_format is not None:
+    if uses_final_tool(request, profile):
         raise CapabilityError(
-            f"model {name!r} cannot think (.reasoning(...)) and give structured output in one call: on Anthropic, "
-            "structured output is a forced tool call and a thinking budget allows only tool_choice auto or none; "
-            "leave the reasoning settings out of this call"
+            f"model {name!r} cannot think (.reasoning(...)) and give this structured output in one call: it is "
+            f"{forced}, and a thinking budget allows only tool_choice auto or none; leave the reasoning settings out "
+            "of this call"
         )
     if forced is not None:
         raise CapabilityError(
@@ -136,10 +138,15 @@ def check_thinking(request: ModelRequest, profile: ModelProfile, name: str) -> N
         )
 
 
-def _forced_tool(request: ModelRequest) -> str | None:
+def _forced_tool(request: ModelRequest, profile: ModelProfile) -> str | None:
     """What forces a tool call in this request, said as the caller set it, or None."""
-    if request.response_format is not None:
-        return "structured output is a forced tool call on Anthropic"
+    if uses_final_tool(request, profile):
+        why = (
+            "the schema allows extra properties or is recursive"
+            if profile.capabilities.structured_output
+            else ("this model has no JSON outputs")
+        )
+        return f"structured output through the final-result tool: {why}"
     choice = request.tool_choice
     if request.tools and choice not in (None, "auto", "none"):
         return f"tool_choice={choice!r}"

@@ -236,12 +236,14 @@ def _claude(
     thinking: Literal["budget", "adaptive"] | None = None,
     forced_tool: bool = True,
     temperature: bool = True,
+    json_outputs: bool = False,
 ) -> ModelProfile:
     # Anthropic needs max_tokens on every request; the default stays modest so a missing setting does not
-    # reserve a huge output budget, and never exceeds what the family can produce.
+    # reserve a huge output budget, and never exceeds what the family can produce. ``json_outputs``: the family
+    # takes Claude's JSON outputs (output_config.format), its structured_output capability.
     return ModelProfile(
         family,
-        _caps(images=True, context=context, reasoning=thinking is not None),
+        _caps(images=True, context=context, reasoning=thinking is not None, structured=json_outputs),
         min(default_output, max_output),
         max_output,
         temperature=temperature,
@@ -257,7 +259,13 @@ def _adaptive(family: str, *, temperature: bool = False, forced_tool: bool = Tru
     # prefill; from Opus 4.7 on, a temperature other than the default is refused on every request, and Opus 5.5,
     # Sonnet 5.5 and Fable/Mythos 5.1 and later refuse a forced tool on every request.
     return _claude(
-        family, 128_000, context=1_000_000, thinking="adaptive", forced_tool=forced_tool, temperature=temperature
+        family,
+        128_000,
+        context=1_000_000,
+        thinking="adaptive",
+        forced_tool=forced_tool,
+        temperature=temperature,
+        json_outputs=True,
     )
 
 
@@ -271,8 +279,10 @@ _ANTHROPIC: tuple[ModelProfile, ...] = (
     _claude("claude-3-7-sonnet", 64_000, thinking="budget"),
     _claude("claude-sonnet-4", 64_000, thinking="budget"),
     _claude("claude-opus-4", 32_000, thinking="budget"),
-    _claude("claude-haiku-4", 64_000, thinking="budget"),
-    _claude("claude-opus-4-5", 64_000, thinking="budget"),
+    # Claude's JSON outputs (structured output without a forced tool) from the 4.5 families on.
+    _claude("claude-haiku-4", 64_000, thinking="budget", json_outputs=True),  # Haiku 4.5 is the only Haiku 4
+    _claude("claude-sonnet-4-5", 64_000, thinking="budget", json_outputs=True),
+    _claude("claude-opus-4-5", 64_000, thinking="budget", json_outputs=True),
     # Adaptive thinking: 4.6 takes both modes but deprecates the budget; 4.7 and later refuse it.
     _adaptive("claude-opus-4-6", temperature=True),
     _adaptive("claude-sonnet-4-6", temperature=True),
@@ -291,11 +301,12 @@ _ANTHROPIC: tuple[ModelProfile, ...] = (
     _adaptive("claude-sonnet-5-5", forced_tool=False),
 )
 
-# A model id no family knows is a newer Claude: it thinks adaptively, takes no prefill and no temperature (as every
-# Claude since Opus 4.7). Its limits are not known, so the default answer stays short and the context modest.
+# A model id no family knows is a newer Claude: it thinks adaptively, takes no prefill and no temperature, and answers
+# in JSON outputs (as every Claude since Opus 4.7). Its limits are not known, so the default answer stays short and
+# the context modest.
 _ANTHROPIC_FALLBACK = ModelProfile(
     "",
-    _caps(images=True, context=200_000, reasoning=True),
+    _caps(images=True, context=200_000, reasoning=True, structured=True),
     4_096,
     temperature=False,
     thinking="adaptive",

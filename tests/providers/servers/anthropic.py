@@ -13,7 +13,62 @@ import json
 import secrets
 from typing import Any
 
-from ._base import Answer, FakeServer, Recorded, chunks
+from ._base import Answer, FakeServer, Recorded, Status, chunks
+
+# Families without JSON outputs (Claude 3.x, Sonnet 4, Opus 4 and 4.1); JSON_OUTPUTS are the 4.5 names they prefix.
+NO_JSON_OUTPUTS = ("claude-3", "claude-sonnet-4", "claude-opus-4")
+JSON_OUTPUTS = (
+    "claude-sonnet-4-5",
+    "claude-sonnet-4-6",
+    "claude-opus-4-5",
+    "claude-opus-4-6",
+    "claude-opus-4-7",
+    "claude-opus-4-8",
+)
+_UNSUPPORTED = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "maxItems",
+)
+
+
+def _invalid(message: str) -> Status:
+    return Status(400, {"type": "error", "error": {"type": "invalid_request_error", "message": message}})
+
+
+def _schema_problem(node: Any, where: str) -> str | None:
+    """What JSON outputs refuse in a schema, or None."""
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            problem = _schema_problem(item, f"{where}.{index}")
+            if problem:
+                return problem
+        return None
+    if not isinstance(node, dict):
+        return None
+    for key in _UNSUPPORTED:
+        if key in node:
+            return f"{where}: '{key}' is not supported in output format schemas"
+    if node.get("minItems", 0) not in (0, 1):
+        return f"{where}: 'minItems' values other than 0 or 1 are not supported"
+    if (node.get("type") == "object" or "properties" in node) and node.get("additionalProperties") is not False:
+        return f"{where}: For 'object' type, 'additionalProperties' must be explicitly set to false"
+    for key, value in node.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            for name, child in value.items():
+                problem = _schema_problem(child, f"{where}.{key}.{name}")
+                if problem:
+                    return problem
+        elif key in ("items", "anyOf", "allOf", "oneOf", "additionalProperties"):
+            problem = _schema_problem(value, f"{where}.{key}")
+            if problem:
+                return problem
+    return None
 
 
 def tool_id(tool: Any) -> str:
@@ -42,6 +97,22 @@ class FakeAnthropic(FakeServer):
         messages = {401: "invalid x-api-key", 429: "Number of request tokens has exceeded your per-minute rate limit"}
         kind = kinds.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": messages.get(status, kind.replace("_", " "))}}
+
+    def refuse(self, request: Recorded) -> Status | None:
+        """Claude's JSON outputs (``output_config.format``): only the families that have them, and only the JSON
+        Schema subset they take (every object with ``additionalProperties: false``; no numeric bounds, string
+        lengths or array bounds beyond ``minItems`` 0 or 1), as Anthropic's structured-outputs guide lists."""
+        body = request.json or {}
+        output_format = (body.get("output_config") or {}).get("format")
+        if output_format is None:
+            return None
+        model = str(body.get("model", "")).rsplit("/", 1)[-1]
+        if model.startswith(NO_JSON_OUTPUTS) and not model.startswith(JSON_OUTPUTS):
+            return _invalid(f"'{model}' does not support output_config.format.")
+        if output_format.get("type") != "json_schema" or not isinstance(output_format.get("schema"), dict):
+            return _invalid("output_config.format: Input should be a valid json_schema format")
+        problem = _schema_problem(output_format["schema"], "output_config.format.schema")
+        return _invalid(problem) if problem else None
 
     def _blocks(self, answer: Answer) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []

@@ -302,6 +302,9 @@ class FakeAnthropicThinking(FakeAnthropic):
 
     # -- the API's thinking rules ---------------------------------------------------------------------------------
     def refuse(self, request: Recorded) -> Status | None:
+        refused = super().refuse(request)  # JSON outputs' rules
+        if refused is not None:
+            return refused
         body = request.json or {}
         rules = self._rules(body)
         config = body.get("thinking") or {}
