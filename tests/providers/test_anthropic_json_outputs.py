@@ -70,6 +70,7 @@ def test_objects_are_closed_and_bounds_move_into_descriptions() -> None:
     [
         {"type": "object", "additionalProperties": {"type": "integer"}},  # dict[str, int]
         {"type": "object", "properties": {"tags": {"type": "object", "additionalProperties": True}}},
+        {"type": "object", "patternProperties": {"^[a-z]+$": {"type": "integer"}}},  # dict[constr(pattern=…), int]
         {  # a tree: recursive
             "type": "object",
             "properties": {"root": {"$ref": "#/$defs/Node"}},

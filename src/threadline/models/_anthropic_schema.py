@@ -68,7 +68,9 @@ def _fit(node: Any) -> Any:
             bounds.append(f"{key}: {value}")
         elif key == "maxItems":
             bounds.append(f"{key}: {value}")
-        elif key in ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas"):
+        elif key in ("patternProperties", "propertyNames"):
+            raise _Unfit  # keys of a pattern: a mapping of free keys too
+        elif key in ("properties", "$defs", "definitions", "dependentSchemas"):
             out[key] = {name: _fit(child) for name, child in value.items()} if isinstance(value, dict) else value
         elif key in ("enum", "const", "default", "examples", "required"):
             out[key] = value  # values, not schemas

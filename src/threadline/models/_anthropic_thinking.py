@@ -141,11 +141,10 @@ def check_thinking(request: ModelRequest, profile: ModelProfile, name: str) -> N
 def _forced_tool(request: ModelRequest, profile: ModelProfile) -> str | None:
     """What forces a tool call in this request, said as the caller set it, or None."""
     if uses_final_tool(request, profile):
-        why = (
-            "the schema allows extra properties or is recursive"
-            if profile.capabilities.structured_output
-            else ("this model has no JSON outputs")
-        )
+        if profile.capabilities.structured_output:
+            why = "the schema allows extra properties or is recursive"
+        else:
+            why = "this model has no JSON outputs"
         return f"structured output through the final-result tool: {why}"
     choice = request.tool_choice
     if request.tools and choice not in (None, "auto", "none"):
