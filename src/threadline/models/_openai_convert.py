@@ -19,6 +19,13 @@ thinking mode must be passed back to the API"). Reasoning of another family (Ant
 Responses API's encrypted items) is never sent here, and neither is the thinking of a failed call, which was cut
 off.
 
+Gemini's OpenAI-compatible API (Gemini 3 and later) attaches a thought signature to a tool call, as
+``extra_content: {"google": {"thought_signature": …}}`` on the call (in answers and in the stream's first fragment of
+the call), and answers 400 "Function call is missing a thought_signature in functionCall parts" to a tool loop that
+does not send it back on that call. It is kept as `Reasoning(signature=…, provider="google", id=<the call's id>)`
+and sent back on its call where the profile says so (``thought_signatures="send"``: the ``gemini`` names, or the
+server option); it never goes to another server.
+
 Structured output uses ``response_format: {"type": "json_schema"}`` when the profile says the model has it, and a
 forced final-result tool otherwise; either way the answer comes back as JSON text content.
 
@@ -69,6 +76,9 @@ __all__ = [
 ]
 
 _encode = msgspec.json.Encoder().encode
+
+GOOGLE = "google"
+"""The `Reasoning.provider` of Gemini's thought signatures."""
 
 
 def _arguments_text(call: ToolCall) -> str:
@@ -171,6 +181,7 @@ def build_request(
     # every server tested (and OpenAI's API treats it as no text). The log keeps its None.
     empty_content = profile.tool_call_content
     send_reasoning = profile.reasoning_content == "send"
+    send_signatures = profile.thought_signatures == "send"
     messages: list[dict[str, Any]] = []
     append = messages.append
     for message in request.messages:
@@ -201,6 +212,8 @@ def build_request(
                 thinking = replayed_reasoning(message)
                 if thinking:
                     entry["reasoning_content"] = thinking
+            if send_signatures and calls and message.reasoning:
+                _attach_signatures(message, entry["tool_calls"])
             append(entry)
         elif isinstance(message, ToolMessage):
             append(
@@ -276,6 +289,21 @@ def build_request(
     return body, context
 
 
+def _attach_signatures(message: AssistantMessage, wire_calls: list[dict[str, Any]]) -> None:
+    """Put Gemini's thought signatures back on the tool calls they came with (``extra_content``), unchanged."""
+    signed = {
+        piece.id: piece.signature
+        for piece in message.reasoning
+        if piece.provider == GOOGLE and piece.signature is not None and piece.id is not None
+    }
+    if not signed:
+        return
+    for call, wire_call in zip(message.tool_calls, wire_calls, strict=True):
+        signature = signed.get(call.id)
+        if signature is not None:
+            wire_call["extra_content"] = {"google": {"thought_signature": signature}}
+
+
 def replayed_reasoning(message: AssistantMessage) -> str | None:
     """The ``reasoning_content`` to send back with an assistant message: the text of its pieces that came from this
     wire family (``provider="openai"``), in order; None for a failed call (its thinking was cut off) or when there
@@ -312,6 +340,7 @@ class _ToolCall(msgspec.Struct):
     id: str | None = None
     function: _Function | None = None
     index: int | None = None
+    extra_content: Any = None  # Gemini: {"google": {"thought_signature": …}}; typed loosely, as reasoning is
 
 
 class _Message(msgspec.Struct):
@@ -395,19 +424,33 @@ def _decode(data: bytes | str) -> _Body:
         ) from None
 
 
-def _calls(raw: list[tuple[str | None, str, str]], context: WireContext) -> tuple[list[ToolCall], str | None]:
-    """Tool calls from ``(id, wire name, argument text)``; the final-result tool's arguments become the content."""
+def _calls(
+    raw: list[tuple[str | None, str, str]], context: WireContext, signatures: list[str | None]
+) -> tuple[list[ToolCall], str | None, list[Reasoning]]:
+    """Tool calls from ``(id, wire name, argument text)``; the final-result tool's arguments become the content;
+    each call's thought signature (``signatures``, in the same order) becomes a `Reasoning` piece naming the call."""
     calls: list[ToolCall] = []
+    signed: list[Reasoning] = []
     final_text: str | None = None
     real = context.catalog.real
     response_id = context.ids.response_id
-    for call_id, name, arguments in raw:
+    for (call_id, name, arguments), signature in zip(raw, signatures, strict=True):
         if context.final_tool is not None and name == context.final_tool:
             final_text = arguments
             continue
         parsed, raw_text = parse_arguments(arguments)
-        calls.append(ToolCall(id=response_id(call_id), name=real(name), arguments=parsed, raw_arguments=raw_text))
-    return calls, final_text
+        call = ToolCall(id=response_id(call_id), name=real(name), arguments=parsed, raw_arguments=raw_text)
+        calls.append(call)
+        if signature is not None:
+            signed.append(Reasoning(signature=signature, provider=GOOGLE, id=call.id))
+    return calls, final_text, signed
+
+
+def _signature(extra: Any) -> str | None:
+    """The thought signature in a tool call's ``extra_content`` (Gemini), or None."""
+    google = extra.get("google") if isinstance(extra, dict) else None
+    signature = google.get("thought_signature") if isinstance(google, dict) else None
+    return signature if isinstance(signature, str) and signature else None
 
 
 def parse_completion(data: bytes | str, context: WireContext) -> ModelResponse:
@@ -435,11 +478,13 @@ def parse_completion(data: bytes | str, context: WireContext) -> ModelResponse:
         )
         for call in message.tool_calls or ()
     ]
-    calls, final_text = _calls(raw, context)
+    signatures = [_signature(call.extra_content) for call in message.tool_calls or ()]
+    calls, final_text, signed = _calls(raw, context, signatures)
     if final_text is not None:
         content, calls, stop = final_text, [], "stop"
     thinking = _thinking(message)
     reasoning = [Reasoning(text=thinking, provider="openai")] if thinking else []
+    reasoning.extend(signed)
     return ModelResponse(
         content=content, tool_calls=calls, usage=_usage(body.usage), stop_reason=stop, reasoning=reasoning
     )
@@ -458,7 +503,7 @@ class ChatStream(StreamReader):
     and its text is shown with the next text (or, when none follows, as the whole answer at the end).
     """
 
-    __slots__ = ("_held", "_mark", "_thinking")
+    __slots__ = ("_held", "_mark", "_signatures", "_thinking")
     _usage: _Usage | None  # the slot StreamReader keeps, holding this API's usage struct
 
     def __init__(self, context: WireContext) -> None:
@@ -467,6 +512,7 @@ class ChatStream(StreamReader):
         self._thinking: list[tuple[int | None, list[str]]] = []
         self._mark = 0  # how many parts the answer had when the open reasoning part last grew
         self._held = ""  # text of a chunk that also carried thinking, not shown yet
+        self._signatures: dict[int, str] = {}  # Gemini's thought signatures, by the index of their call
 
     def feed(self, event: str, data: str) -> str | ReasoningDelta | None:
         """Take one event; return the text it adds, the thinking it adds, or None.
@@ -498,7 +544,10 @@ class ChatStream(StreamReader):
         if delta.tool_calls:
             final = self._context.final_tool
             for fragment in delta.tool_calls:
-                slot = self._slot(fragment)
+                index, slot = self._slot(fragment)
+                signature = _signature(fragment.extra_content)
+                if signature is not None:
+                    self._signatures.setdefault(index, signature)
                 if fragment.id and not slot[0]:
                     slot[0] = fragment.id  # the first id stands: some servers repeat it in every chunk
                 function = fragment.function
@@ -529,8 +578,9 @@ class ChatStream(StreamReader):
             self._mark = answered
         return ReasoningDelta(text, part=len(thinking) - 1, provider="openai")
 
-    def _slot(self, fragment: _ToolCall) -> list[Any]:
-        """The call a fragment belongs to: by its ``index``; without one, by its id, else the call in progress."""
+    def _slot(self, fragment: _ToolCall) -> tuple[int, list[Any]]:
+        """The call a fragment belongs to, and its index: by the fragment's ``index``; without one, by its id, else
+        the call in progress."""
         calls = self._calls
         index = fragment.index
         if index is None:
@@ -545,7 +595,7 @@ class ChatStream(StreamReader):
         slot = calls.get(index)
         if slot is None:
             slot = calls[index] = [None, "", []]
-        return slot
+        return index, slot
 
     def _take_name(self, slot: list[Any], name: str) -> None:
         """Take a call's name once: servers such as llama-cpp-python's repeat it in every chunk.
@@ -565,7 +615,8 @@ class ChatStream(StreamReader):
         Raises:
             ModelError: when the stream ended before the server said it was complete (a cut stream).
         """
-        calls, final_text = _calls(self._complete_calls(), self._context)
+        signatures = [self._signatures.get(index) for index in sorted(self._calls)]  # the order of the calls
+        calls, final_text, signed = _calls(self._complete_calls(), self._context, signatures)
         content: str | None = "".join(self._parts) or None
         stop = self._stop
         if final_text is not None:
@@ -573,6 +624,7 @@ class ChatStream(StreamReader):
         reasoning = [
             Reasoning(text="".join(pieces), provider="openai", position=position) for position, pieces in self._thinking
         ]
+        reasoning.extend(signed)
         return ModelResponse(
             content=content, tool_calls=calls, usage=_usage(self._usage), stop_reason=stop, reasoning=reasoning
         )

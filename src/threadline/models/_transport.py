@@ -401,7 +401,8 @@ class Endpoint:
         return ModelError(f"{where} rejected the request (HTTP {status}): {detail}", type="bad_request", status=status)
 
     def _detail(self, body: bytes) -> str:
-        """The server's own explanation from an error body (``{"error": {"message": …}}`` on both APIs)."""
+        """The server's own explanation from an error body (``{"error": {"message": …}}`` on both APIs; Gemini's
+        OpenAI-compatible endpoint wraps that object in a list)."""
         import msgspec
 
         text = body.decode("utf-8", "replace").strip()
@@ -409,6 +410,8 @@ class Endpoint:
             data = msgspec.json.decode(body)
         except msgspec.DecodeError:
             data = None
+        if isinstance(data, list) and len(data) == 1:
+            data = data[0]
         if isinstance(data, dict):
             error = data.get("error")
             if isinstance(error, dict) and isinstance(error.get("message"), str):

@@ -71,6 +71,10 @@ class ModelProfile:
             default: most servers ignore it, and DeepSeek's deepseek-reasoner guide answers HTTP 400 to it) or
             ``"send"`` (DeepSeek's thinking mode requires it on turns that called tools). Only thinking from this
             wire family is ever sent; the log keeps all of it either way.
+        thought_signatures: Whether the thought signatures Gemini's OpenAI-compatible API attaches to tool calls
+            (``extra_content.google.thought_signature``, kept as `Reasoning` pieces with ``provider="google"``) are
+            sent back on those calls: ``"send"`` for Gemini, which answers 400 "Function call is missing a
+            thought_signature in functionCall parts" without them, ``"drop"`` elsewhere (the log keeps them).
         reasoning_summary: The reasoning summary asked for on the Responses API when reasoning settings are given
             (``"auto"``, ``"concise"``, ``"detailed"``), or None to ask for none: OpenAI generates summaries only
             for verified organizations ("Your organization must be verified to generate reasoning summaries").
@@ -99,6 +103,7 @@ class ModelProfile:
     tool_streaming: ToolStreaming = "all"
     tool_call_content: str | None = ""
     reasoning_content: Literal["send", "drop"] = "drop"
+    thought_signatures: Literal["send", "drop"] = "drop"
     reasoning_summary: Literal["auto", "concise", "detailed"] | None = "auto"
     thinking: Literal["budget", "adaptive"] | None = None
     forced_tool: bool = True
@@ -210,6 +215,9 @@ _OPENAI: tuple[ModelProfile, ...] = (
     ModelProfile("gpt-oss", _caps(context=131_072, reasoning=True)),
     ModelProfile("deepseek-reasoner", _caps(reasoning=True), reasoning_content="send"),
     ModelProfile("deepseek-v4", _caps(reasoning=True), reasoning_content="send"),
+    # Gemini on Google's OpenAI-compatible endpoint (…/v1beta/openai/): from Gemini 3 on, a tool call comes with a
+    # thought signature that must go back with it. Older Gemini sends none, so there is nothing to send.
+    ModelProfile("gemini", _caps(), thought_signatures="send"),
 )
 
 _OPENAI_FALLBACK = ModelProfile("", _caps(), None)
@@ -355,6 +363,7 @@ _OPTIONS: dict[str, dict[str, Any]] = {
     "tool_call_content": {"empty": "", "null": None},
     "tool_choice_required": {"true": True, "false": False},
     "reasoning_content": {"send": "send", "drop": "drop"},
+    "thought_signatures": {"send": "send", "drop": "drop"},
 }
 
 
@@ -366,7 +375,9 @@ def server_options(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     tool_call_content=null"``. Options: ``tool_choice_default`` (``auto``, ``none``, ``required``, ``omit``),
     ``tool_streaming`` (``all``, ``named``, ``none``), ``tool_call_content`` (``empty``, ``null``),
     ``tool_choice_required`` (``true``, ``false``), ``reasoning_content`` (``send``, ``drop``: whether the server's
-    thinking is sent back). A mapping gives the options directly, with Python values.
+    thinking is sent back), ``thought_signatures`` (``send``, ``drop``: whether Gemini's thought signatures go back
+    on their tool calls, for a Gemini served under another name). A mapping gives the options directly, with Python
+    values.
 
     Raises:
         UserError: for an unknown preset, option or value.
