@@ -13,8 +13,8 @@ import pytest
 from threadline import AssistantMessage, Conversation, MessageList, ModelError, Reasoning, llm
 from threadline.conversation_config import ConversationConfig
 
-from .conftest import make_openai
-from .servers import Answer, FakeOpenAI, ToolUse
+from .conftest import SECRET, make_openai
+from .servers import Answer, FakeOpenAI, Status, ToolUse
 from .servers.gemini import FakeGemini, thought_signature
 
 PARIS = ToolUse("get_weather", '{"city": "Paris"}', id="call_paris")
@@ -115,3 +115,18 @@ async def test_a_gemini_log_continues_on_another_server_without_its_signatures(
         await other.aclose()
     assert "extra_content" not in str(openai_server.bodies[0])
     assert signatures(conversation.messages[1])  # the log keeps it
+
+
+async def test_an_error_list_that_echoes_the_key_is_redacted(gemini: FakeGemini) -> None:
+    """Google's list-wrapped error object is read like any other, and a key it echoes never reaches the error."""
+    echo = [{"error": {"code": 400, "message": f"API key not valid: {SECRET}.", "status": "INVALID_ARGUMENT"}}]
+    gemini.add(Status(400, echo))
+    model = make_openai(gemini, "gemini-3-flash")  # type: ignore[arg-type]
+    try:
+        with pytest.raises(ModelError) as refused:
+            await llm.model(model).request("hi").prompt_async()
+    finally:
+        await model.aclose()
+    message = str(refused.value)
+    assert "(HTTP 400): API key not valid:" in message
+    assert SECRET not in message and SECRET[-8:] not in message
