@@ -457,6 +457,21 @@ async def floor_openai(client: Any, url: str, first: dict[str, Any], stream: boo
     return "".join(parts)
 
 
+async def _anthropic_answer(client: Any, url: str, body: dict[str, Any], stream: bool) -> str:
+    """The hand loops' second Messages request: the answer's text, read from the body or the stream."""
+    if not stream:
+        response = await client.post(url, json=body)
+        return "".join(block.get("text", "") for block in response.json()["content"])
+    parts: list[str] = []
+    async with client.stream("POST", url, json=body) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                event = json.loads(line[6:])
+                if event["type"] == "content_block_delta" and event["delta"]["type"] == "text_delta":
+                    parts.append(event["delta"]["text"])
+    return "".join(parts)
+
+
 async def floor_anthropic(client: Any, url: str, first: dict[str, Any], stream: bool) -> str:
     """The hand-written loop for the Messages API."""
     body = dict(first)
@@ -492,17 +507,7 @@ async def floor_anthropic(client: Any, url: str, first: dict[str, Any], stream: 
         {"type": "tool_result", "tool_use_id": use["id"], "content": get_weather(**use["input"])} for use in uses
     ]
     messages.append({"role": "user", "content": results})
-    if not stream:
-        response = await client.post(url, json=body)
-        return "".join(block.get("text", "") for block in response.json()["content"])
-    parts: list[str] = []
-    async with client.stream("POST", url, json=body) as response:
-        async for line in response.aiter_lines():
-            if line.startswith("data: "):
-                event = json.loads(line[6:])
-                if event["type"] == "content_block_delta" and event["delta"]["type"] == "text_delta":
-                    parts.append(event["delta"]["text"])
-    return "".join(parts)
+    return await _anthropic_answer(client, url, body, stream)
 
 
 async def floor_anthropic_thinking(client: Any, url: str, first: dict[str, Any], stream: bool) -> str:
@@ -542,17 +547,7 @@ async def floor_anthropic_thinking(client: Any, url: str, first: dict[str, Any],
         {"type": "tool_result", "tool_use_id": use["id"], "content": get_weather(**use["input"])} for use in uses
     ]
     messages.append({"role": "user", "content": results})
-    if not stream:
-        response = await client.post(url, json=body)
-        return "".join(block.get("text", "") for block in response.json()["content"])
-    parts: list[str] = []
-    async with client.stream("POST", url, json=body) as response:
-        async for line in response.aiter_lines():
-            if line.startswith("data: "):
-                event = json.loads(line[6:])
-                if event["type"] == "content_block_delta" and event["delta"]["type"] == "text_delta":
-                    parts.append(event["delta"]["text"])
-    return "".join(parts)
+    return await _anthropic_answer(client, url, body, stream)
 
 
 # -- measuring ---------------------------------------------------------------------------------------------------
@@ -787,50 +782,15 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
 # -- against a real server: llama-cpp-python's -------------------------------------------------------------------
 
 
-def start_llama_server() -> tuple[subprocess.Popen[bytes], str]:
-    """Start llama-cpp-python's server on a free port of 127.0.0.1; return it and its base URL (``…/v1``)."""
-    import socket
-    import urllib.request
+def start_llama_server(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start llama-cpp-python's server on a free port of 127.0.0.1, as the tests do (through the launcher, which
+    keeps it alive on CPUs with AMX, and naming the cause when it dies); return it and its base URL (``…/v1``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.providers.llama_server import free_port, server_command, start_server
 
-    from threadline.models._local_runtime import smollm2_path
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    command = [
-        sys.executable,
-        "-m",
-        "threadline.llama_cpp_server",  # llama-cpp-python's server, without the AMX kernels that crash it
-        "--model",
-        str(smollm2_path()),
-        "--model_alias",
-        "smollm2",
-        "--chat_format",
-        "chatml-function-calling",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "4096",
-        "--verbose",
-        "False",
-    ]
-    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    root = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"llama-cpp-python's server exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{root}/v1/models", timeout=2) as response:
-                if response.status == 200:
-                    return process, f"{root}/v1"
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("llama-cpp-python's server did not start in 180 s")
+    port = free_port()
+    server = start_server(server_command(port), f"http://127.0.0.1:{port}/v1", log_path)
+    return server.process, server.base_url
 
 
 async def run_real_server(base_url: str, reps: int, warmup: int) -> list[dict[str, Any]]:
@@ -1004,12 +964,13 @@ def main() -> None:
     )
     real: list[dict[str, Any]] = []
     if not args.no_real_server:
-        llama, base_url = start_llama_server()
-        try:
-            real = asyncio.run(run_real_server(base_url, args.real_reps, warmup=2))
-        finally:
-            llama.terminate()
-            llama.wait(10)
+        with tempfile.TemporaryDirectory() as logs:
+            llama, base_url = start_llama_server(Path(logs) / "llama-server.log")
+            try:
+                real = asyncio.run(run_real_server(base_url, args.real_reps, warmup=2))
+            finally:
+                llama.terminate()
+                llama.wait(10)
         print_table(
             f"Against llama-cpp-python's server (SmolLM2, greedy), {args.real_reps} reps, interleaved",
             ["case", "raw httpx ms", "threadline ms", "ratio", "raw p95", "threadline p95", "ratio p95", "target"],
