@@ -1,6 +1,7 @@
 """Error bodies carrying the key: fake OpenAI and Anthropic servers on 127.0.0.1 answer with the configured key
 echoed (raw, JSON-escaped, URL-encoded, as Python bytes) in the message, type and code of 200 error bodies, stream
-error events (alone, or after part of the answer), and 4xx/5xx bodies; the key is configured plain and with the
+error events (alone, or after part of the answer), 4xx/5xx bodies, and the upstream error OpenRouter wraps in
+``error.metadata.raw``; the key is configured plain and with the
 trailing newline a key read from a file has.
 
 After each turn (on a real SQLite store) the campaign searches, for every form of the key: the `ModelError` (its
@@ -90,6 +91,13 @@ def shapes(provider: str) -> dict[str, tuple[Any, bool]]:
     }
     for status in (400, 401, 403, 404, 422, 500, 503):
         out[f"{status} body"] = (Status(status, body=body), False)
+    if provider == "openai":
+        # OpenRouter: the upstream provider's error (its body as a JSON string) behind a generic message; the
+        # library shows it, so the key inside it, escaped once more, must be masked too.
+        metadata = {"raw": json.dumps(anthropic_error()), "provider_name": KEY}
+        routed = {"error": {"message": "Provider returned error", "code": 400, "metadata": metadata}}
+        out["400 body, upstream error inside (OpenRouter)"] = (Status(400, body=routed), False)
+        out["200 error body, upstream error inside (OpenRouter)"] = (Status(200, body=routed), False)
     out["429 body, long Retry-After"] = (Status(429, body=body, headers=(("Retry-After", "3600"),)), False)
     out["401 body, streamed request"] = (Status(401, body=body), True)
     return out

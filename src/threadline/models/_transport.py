@@ -402,7 +402,8 @@ class Endpoint:
 
     def _detail(self, body: bytes) -> str:
         """The server's own explanation from an error body (``{"error": {"message": …}}`` on both APIs; Gemini's
-        OpenAI-compatible endpoint wraps that object in a list)."""
+        OpenAI-compatible endpoint wraps that object in a list; OpenRouter puts the upstream provider's own error
+        in ``error.metadata.raw`` behind a generic "Provider returned error", and both are shown)."""
         import msgspec
 
         text = body.decode("utf-8", "replace").strip()
@@ -416,6 +417,12 @@ class Endpoint:
             error = data.get("error")
             if isinstance(error, dict) and isinstance(error.get("message"), str):
                 text = error["message"]
+                metadata = error.get("metadata")
+                raw = metadata.get("raw") if isinstance(metadata, dict) else None
+                if isinstance(raw, str) and raw.strip():
+                    upstream = metadata.get("provider_name")  # type: ignore[union-attr]
+                    inner = self._detail(raw.encode("utf-8", "replace"))
+                    text = f"{text} ({upstream}: {inner})" if isinstance(upstream, str) else f"{text}: {inner}"
             elif isinstance(error, str):
                 text = error
             elif isinstance(data.get("message"), str):
