@@ -16,6 +16,7 @@ import pytest
 
 from tests.providers.servers import ToolUse
 from tests.providers.servers.compatible import FakeCompatible, Thinking
+from threadline import AssistantMessage, Conversation, MessageList, Reasoning, ToolCall, ToolMessage, user
 from threadline.store import open_store
 
 MODEL = "openai:DeepSeek-R1-Distill-Qwen-1.5B"
@@ -176,3 +177,25 @@ def test_logs_show_prints_the_thinking_under_each_answer_and_json_keeps_it(
         [{"text": "Use the tool.", "provider": "openai"}],
         [{"text": "The tool said 68.", "provider": "openai"}],
     ]
+
+
+def test_logs_show_says_what_a_piece_without_readable_thinking_is(server: FakeCompatible, store_url: str) -> None:
+    signature = "EhAKDmdldF93ZWF0aGVy" * 3
+    log = MessageList(
+        [
+            user("Weather in Paris?"),
+            AssistantMessage(
+                tool_calls=[ToolCall(id="call_paris", name="get_weather", arguments={"city": "Paris"})],
+                reasoning=[Reasoning(signature=signature, provider="google", id="call_paris")],
+            ),
+            ToolMessage(tool_call_id="call_paris", tool_name="get_weather", content="22 C"),
+            AssistantMessage(content="22 C in Paris.", reasoning=[Reasoning(provider="openai")]),
+        ]
+    )
+    with open_store(store_url) as store:
+        conversation = Conversation(messages=log, store=store)
+    shown = threadline("logs", "show", conversation.id, "--show-reasoning", server=server, store_url=store_url)
+    assert shown.returncode == 0, shown.stderr
+    out = " ".join(shown.stdout.split())
+    assert f"thinking · google: (a signature of call call_paris, {len(signature)} characters, no readable" in out
+    assert "thinking · openai: (no text)" in out

@@ -67,6 +67,10 @@ def thinking_text(piece: Reasoning) -> Text:
         body = piece.text
     elif piece.redacted is not None:
         body = f"(encrypted or redacted reasoning, {len(piece.redacted):,} characters, not readable)"
+    elif piece.signature is not None:
+        # Gemini's thought signatures come with a tool call and no thinking to show.
+        call = f" of call {piece.id}" if piece.id else ""
+        body = f"(a signature{call}, {len(piece.signature):,} characters, no readable thinking)"
     else:
         body = "(no text)"
     source = f" · {piece.provider}" if piece.provider else ""
