@@ -22,7 +22,7 @@ from ..errors import UserError
 from ._convert_common import check_images, check_tool_choice
 from ._transport import Endpoint, mask_secrets
 from .base import Model, ModelCapabilities, ModelEvent, ModelRequest, check_capabilities
-from .profiles import ModelProfile
+from .profiles import ModelProfile, server_for_url
 
 if TYPE_CHECKING:  # only annotations use it: building the alias at import time would cost for nothing
     from collections.abc import Callable
@@ -99,8 +99,10 @@ class HTTPModel(Model):
         self.name = f"{self._prefix}:{self.model_id}"
         if server is not None and self._server_env is None:
             raise UserError(f"{cls} takes no server= option: only one server speaks its API")
+        self.base_url = (base_url or os.environ.get(self._url_env) or self._default_base_url).rstrip("/")
         if server is None and self._server_env is not None:
-            server = os.environ.get(self._server_env) or None
+            # Named in the environment, or known by the base URL's host (OpenRouter).
+            server = os.environ.get(self._server_env) or server_for_url(self.base_url)
         base_profile = profile or self._default_profile(self.model_id)
         self.profile = base_profile.with_server(server).with_capabilities(capabilities)
         self.capabilities = self.profile.capabilities
@@ -112,7 +114,6 @@ class HTTPModel(Model):
             if key is not None and _BAD_KEY_CHARS.search(key):
                 where = f"the key from {self._key_env}" if key_from_env else f"the api_key given to {cls}"
                 raise UserError(f"{where} contains a space or a control character; check it (it is not shown)")
-        self.base_url = (base_url or os.environ.get(self._url_env) or self._default_base_url).rstrip("/")
         self._has_key = bool(key)
         all_headers = {"Content-Type": "application/json", "Accept": "application/json", **self._extra_headers}
         if key:

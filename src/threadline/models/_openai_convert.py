@@ -62,6 +62,8 @@ from ._convert_common import (
     parse_arguments,
     plain,
 )
+from ._reasoning_details import PROVIDER as DETAILS
+from ._reasoning_details import DetailsStream, detail_pieces, replayed_details
 from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
 
@@ -143,7 +145,11 @@ def check_effort_with_tools(request: ModelRequest, model: str, profile: ModelPro
     Raises:
         CapabilityError: for such a request, naming the API that takes both.
     """
-    if profile.effort_with_tools == "any" or request.settings.reasoning is None:
+    if (
+        profile.effort_with_tools == "any"
+        or request.settings.reasoning is None
+        or profile.reasoning_request == "object"
+    ):
         return
     if request.tools or plan_tools(request, profile).final_tool:
         raise CapabilityError(
@@ -182,6 +188,7 @@ def build_request(
     empty_content = profile.tool_call_content
     send_reasoning = profile.reasoning_content == "send"
     send_signatures = profile.thought_signatures == "send"
+    send_details = profile.reasoning_details == "send"
     messages: list[dict[str, Any]] = []
     append = messages.append
     for message in request.messages:
@@ -214,6 +221,10 @@ def build_request(
                     entry["reasoning_content"] = thinking
             if send_signatures and calls and message.reasoning:
                 _attach_signatures(message, entry["tool_calls"])
+            if send_details and message.reasoning:
+                entries = replayed_details(message)
+                if entries:
+                    entry["reasoning_details"] = entries
             append(entry)
         elif isinstance(message, ToolMessage):
             append(
@@ -278,8 +289,16 @@ def build_request(
     if settings.reasoning is not None:
         # Only models whose profile has reasoning get here (`check_capabilities` refuses the others first), and
         # with tools only those that take both (`check_effort_with_tools`).
-        body["reasoning_effort"] = settings.reasoning.level()
-    elif tools and profile.effort_with_tools == "none":
+        reasoning = settings.reasoning
+        if profile.reasoning_request == "object":
+            # OpenRouter's field takes one of the two: a budget when one was given, else the effort.
+            if reasoning.budget_tokens is not None:
+                body["reasoning"] = {"max_tokens": reasoning.budget_tokens}
+            else:
+                body["reasoning"] = {"effort": reasoning.level()}
+        else:
+            body["reasoning_effort"] = reasoning.level()
+    elif tools and profile.effort_with_tools == "none" and profile.reasoning_request == "effort":
         body["reasoning_effort"] = "none"  # the one effort such a model accepts along with function tools
     if stream:
         body["stream"] = True
@@ -351,6 +370,7 @@ class _Message(msgspec.Struct):
     # make a whole answer unreadable if some server sends it in another shape; only a string is kept.
     reasoning_content: Any = None
     reasoning: Any = None
+    reasoning_details: Any = None  # OpenRouter's typed entries (see `_reasoning_details`)
 
 
 class _Choice(msgspec.Struct):
@@ -482,8 +502,11 @@ def parse_completion(data: bytes | str, context: WireContext) -> ModelResponse:
     calls, final_text, signed = _calls(raw, context, signatures)
     if final_text is not None:
         content, calls, stop = final_text, [], "stop"
-    thinking = _thinking(message)
-    reasoning = [Reasoning(text=thinking, provider="openai")] if thinking else []
+    # OpenRouter sends its thinking twice, as text and as entries to send back: the entries are kept.
+    reasoning = detail_pieces(message.reasoning_details)
+    if not reasoning:
+        thinking = _thinking(message)
+        reasoning = [Reasoning(text=thinking, provider="openai")] if thinking else []
     reasoning.extend(signed)
     return ModelResponse(
         content=content, tool_calls=calls, usage=_usage(body.usage), stop_reason=stop, reasoning=reasoning
@@ -503,7 +526,7 @@ class ChatStream(StreamReader):
     and its text is shown with the next text (or, when none follows, as the whole answer at the end).
     """
 
-    __slots__ = ("_held", "_mark", "_signatures", "_thinking")
+    __slots__ = ("_details", "_held", "_mark", "_signatures", "_thinking")
     _usage: _Usage | None  # the slot StreamReader keeps, holding this API's usage struct
 
     def __init__(self, context: WireContext) -> None:
@@ -513,6 +536,7 @@ class ChatStream(StreamReader):
         self._mark = 0  # how many parts the answer had when the open reasoning part last grew
         self._held = ""  # text of a chunk that also carried thinking, not shown yet
         self._signatures: dict[int, str] = {}  # Gemini's thought signatures, by the index of their call
+        self._details = DetailsStream()  # OpenRouter's reasoning_details, which win over plain thinking
 
     def feed(self, event: str, data: str) -> str | ReasoningDelta | None:
         """Take one event; return the text it adds, the thinking it adds, or None.
@@ -536,8 +560,14 @@ class ChatStream(StreamReader):
         delta = choice.delta
         if delta is None:
             return None
-        thought = _thinking(delta)
-        thinking = self._think(thought) if thought is not None else None
+        thinking: ReasoningDelta | None = None
+        if delta.reasoning_details:
+            added = self._details.feed(delta.reasoning_details)
+            if added is not None:
+                thinking = ReasoningDelta(added[0], part=added[1], provider=DETAILS)
+        elif not self._details:
+            thought = _thinking(delta)
+            thinking = self._think(thought) if thought is not None else None
         text = delta.content or delta.refusal
         if text:
             self._parts.append(text)
@@ -621,9 +651,13 @@ class ChatStream(StreamReader):
         stop = self._stop
         if final_text is not None:
             content, calls, stop = final_text, [], "stop"
-        reasoning = [
-            Reasoning(text="".join(pieces), provider="openai", position=position) for position, pieces in self._thinking
-        ]
+        if self._details:
+            reasoning = self._details.pieces()
+        else:
+            reasoning = [
+                Reasoning(text="".join(pieces), provider="openai", position=position)
+                for position, pieces in self._thinking
+            ]
         reasoning.extend(signed)
         return ModelResponse(
             content=content, tool_calls=calls, usage=_usage(self._usage), stop_reason=stop, reasoning=reasoning

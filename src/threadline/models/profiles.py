@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -75,6 +76,14 @@ class ModelProfile:
             (``extra_content.google.thought_signature``, kept as `Reasoning` pieces with ``provider="google"``) are
             sent back on those calls: ``"send"`` for Gemini, which answers 400 "Function call is missing a
             thought_signature in functionCall parts" without them, ``"drop"`` elsewhere (the log keeps them).
+        reasoning_details: Whether the ``reasoning_details`` entries OpenRouter (and Vercel's AI Gateway) return
+            with a reasoning model's answer, kept as `Reasoning` pieces with ``provider="openrouter"``, are sent
+            back on its assistant messages, unchanged and in order: ``"send"`` on those servers (their guide asks
+            for it, and Gemini or Claude behind them refuse a tool loop without its signatures), ``"drop"``
+            elsewhere, where the field is unknown. Set from the base URL's host for those two (`server_for_url`).
+        reasoning_request: How ``.reasoning()`` is sent on Chat Completions: ``"effort"`` (``reasoning_effort``,
+            OpenAI's field) or ``"object"`` (OpenRouter's ``reasoning: {"effort": …}`` or ``{"max_tokens": …}``,
+            which it maps to each model behind it; every model there then takes reasoning settings).
         reasoning_summary: The reasoning summary asked for on the Responses API when reasoning settings are given
             (``"auto"``, ``"concise"``, ``"detailed"``), or None to ask for none: OpenAI generates summaries only
             for verified organizations ("Your organization must be verified to generate reasoning summaries").
@@ -104,6 +113,8 @@ class ModelProfile:
     tool_call_content: str | None = ""
     reasoning_content: Literal["send", "drop"] = "drop"
     thought_signatures: Literal["send", "drop"] = "drop"
+    reasoning_details: Literal["send", "drop"] = "drop"
+    reasoning_request: Literal["effort", "object"] = "effort"
     reasoning_summary: Literal["auto", "concise", "detailed"] | None = "auto"
     thinking: Literal["budget", "adaptive"] | None = None
     forced_tool: bool = True
@@ -129,6 +140,10 @@ class ModelProfile:
         profile = replace(self, **options)
         if required is not None:
             capabilities = msgspec.structs.replace(profile.capabilities, tool_choice_required=required)
+            profile = replace(profile, capabilities=capabilities)
+        if profile.reasoning_request == "object" and not profile.capabilities.reasoning:
+            # A router that maps reasoning settings to each model behind it takes them for every model name.
+            capabilities = msgspec.structs.replace(profile.capabilities, reasoning=True)
             profile = replace(profile, capabilities=capabilities)
         return profile
 
@@ -354,6 +369,10 @@ SERVERS: dict[str, dict[str, Any]] = {
     # tool_choice is "auto" or a name, answers "required" with HTTP 500, and cannot stream an automatic choice
     # (a 500, or an empty stream); a named choice streams.
     "llama-cpp-python": {"tool_choice_default": "auto", "tool_streaming": "named", "tool_choice_required": False},
+    # OpenRouter, and Vercel's AI Gateway, which speaks its dialect: reasoning comes as ``reasoning_details``
+    # entries that must go back on the assistant message (OpenRouter's reasoning-tokens guide).
+    "openrouter": {"reasoning_details": "send", "reasoning_request": "object"},
+    "vercel-ai-gateway": {"reasoning_details": "send", "reasoning_request": "object"},
 }
 """Presets of what a server does about tools, by name (``server="llama-cpp-python"``)."""
 
@@ -364,7 +383,21 @@ _OPTIONS: dict[str, dict[str, Any]] = {
     "tool_choice_required": {"true": True, "false": False},
     "reasoning_content": {"send": "send", "drop": "drop"},
     "thought_signatures": {"send": "send", "drop": "drop"},
+    "reasoning_details": {"send": "send", "drop": "drop"},
+    "reasoning_request": {"effort": "effort", "object": "object"},
 }
+
+# The presets a base URL implies by its host, when no server is named.
+_HOSTS = {"openrouter.ai": "openrouter", "ai-gateway.vercel.sh": "vercel-ai-gateway"}
+
+
+def server_for_url(base_url: str) -> str | None:
+    """The preset a base URL's host stands for (``"https://openrouter.ai/api/v1"`` -> ``"openrouter"``), or None."""
+    try:
+        host = (urlsplit(base_url).hostname or "").lower()
+    except ValueError:
+        return None
+    return _HOSTS.get(host)
 
 
 def server_options(spec: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -376,7 +409,10 @@ def server_options(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     ``tool_streaming`` (``all``, ``named``, ``none``), ``tool_call_content`` (``empty``, ``null``),
     ``tool_choice_required`` (``true``, ``false``), ``reasoning_content`` (``send``, ``drop``: whether the server's
     thinking is sent back), ``thought_signatures`` (``send``, ``drop``: whether Gemini's thought signatures go back
-    on their tool calls, for a Gemini served under another name). A mapping gives the options directly, with Python
+    on their tool calls, for a Gemini served under another name), ``reasoning_details`` (``send``, ``drop``: whether
+    OpenRouter's reasoning entries go back on their assistant messages), ``reasoning_request`` (``effort``,
+    ``object``: how ``.reasoning()`` is sent, as ``reasoning_effort`` or as OpenRouter's ``reasoning`` object). A
+    mapping gives the options directly, with Python
     values.
 
     Raises:
