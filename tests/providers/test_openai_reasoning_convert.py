@@ -242,3 +242,66 @@ def test_reasoning_effort_goes_to_families_that_take_one(model: str, reasoning: 
         derived = request_body(user("hi"), model=model, reasoning=ReasoningSettings(budget_tokens=1_000))
         assert derived["reasoning_effort"] == "low"  # the effort derived from a budget
     assert "reasoning_effort" not in request_body(user("hi"), model=model)
+
+
+# -- OpenRouter's reasoning_details ---------------------------------------------------------------------------------
+OPENROUTER_SIGNATURE = "ErUBCkYIBRgCIkDoc5ig1kWQh3Tyb6Yx0cHnHrsFjX5tP6XvGw=="
+OPENROUTER_ENTRIES = [
+    {
+        "type": "reasoning.text",
+        "text": "The user asks for the weather in Paris; the tool gives it.",
+        "signature": OPENROUTER_SIGNATURE,
+        "format": "anthropic-claude-v1",
+        "index": 0,
+    },
+    {
+        "type": "reasoning.encrypted",
+        "data": "eyJlbmNyeXB0ZWQiOiJ0cnVlIiwiY29udGVudCI6IltSRURBQ1RFRF0ifQ==",
+        "id": "reasoning-encrypted-1",
+        "format": "anthropic-claude-v1",
+        "index": 1,
+    },
+]
+
+
+def test_the_documented_openrouter_stream_gives_each_entry_whole_and_sends_it_back_as_it_came() -> None:
+    pieces, stream = read_stream("anthropic/claude-sonnet-4", sse_fixture("openrouter_reasoning_details.sse"))
+    thinking = [piece for piece in pieces if isinstance(piece, ReasoningDelta)]
+    assert "".join(piece.text for piece in thinking) == OPENROUTER_ENTRIES[0]["text"]  # once, though sent twice
+    assert {(piece.part, piece.provider) for piece in thinking} == {(0, "openrouter")}
+    response = stream.finish()
+    text, redacted = response.reasoning
+    assert (text.text, text.signature, text.provider) == (
+        OPENROUTER_ENTRIES[0]["text"],
+        OPENROUTER_SIGNATURE,
+        "openrouter",
+    )
+    assert (redacted.text, redacted.signature, redacted.id) == ("", None, "reasoning-encrypted-1")
+    assert response.usage == Usage(input_tokens=412, output_tokens=96, reasoning_tokens=41)
+    [call] = response.tool_calls
+    message = AssistantMessage(tool_calls=[call], reasoning=response.reasoning)
+    results = ToolMessage(tool_call_id=call.id, tool_name=call.name, content="22 C")
+    body = request_body(user("Weather?"), message, results, model="anthropic/claude-sonnet-4", server="openrouter")
+    assert body["messages"][1]["reasoning_details"] == OPENROUTER_ENTRIES
+    # Another server is sent none of it, even one that takes thinking back.
+    elsewhere = request_body(user("Weather?"), message, results, model="deepseek-reasoner")
+    assert "reasoning_details" not in elsewhere["messages"][1] and "reasoning_content" not in elsewhere["messages"][1]
+
+
+def test_an_answer_keeps_the_documented_entries_of_every_type_in_order() -> None:
+    summary = {
+        "type": "reasoning.summary",
+        "summary": "The model analyzed the problem by first identifying key constraints.",
+        "id": "reasoning-summary-1",
+        "format": "anthropic-claude-v1",
+        "index": 0,
+    }
+    entries = [summary, *OPENROUTER_ENTRIES]
+    data = completion({"content": "Done.", "reasoning": "plain copy", "reasoning_details": entries})
+    _, context = build_request(ModelRequest(messages=[user("hi")]), "m", openai_profile("m"), stream=False)
+    response = parse_completion(data, context)
+    assert [piece.text for piece in response.reasoning] == [summary["summary"], OPENROUTER_ENTRIES[0]["text"], ""]
+    assert [piece.id for piece in response.reasoning] == ["reasoning-summary-1", None, "reasoning-encrypted-1"]
+    message = AssistantMessage(content="Done.", reasoning=response.reasoning)
+    body = request_body(user("hi"), message, user("more"), model="m", server="reasoning_details=send")
+    assert body["messages"][1]["reasoning_details"] == entries

@@ -26,6 +26,10 @@ does not send it back on that call. It is kept as `Reasoning(signature=…, prov
 and sent back on its call where the profile says so (``thought_signatures="send"``: the ``gemini`` names, or the
 server option); it never goes to another server.
 
+OpenRouter (and Vercel's AI Gateway) send their thinking twice: as ``reasoning`` text and as ``reasoning_details``
+entries that must go back unchanged. Where the entries come, they are what is kept (see `_reasoning_details`), and
+they are sent back where the profile says so (``reasoning_details="send"``, set for those servers' addresses).
+
 Structured output uses ``response_format: {"type": "json_schema"}`` when the profile says the model has it, and a
 forced final-result tool otherwise; either way the answer comes back as JSON text content.
 
