@@ -314,16 +314,26 @@ async def test_a_piece_edited_by_hand_is_not_sent_and_nothing_else_is_lost(route
     ]
 
 
-async def test_the_upstream_error_never_shows_the_key(router: FakeOpenRouter) -> None:
+@pytest.mark.parametrize("status", [400, 200])
+async def test_the_upstream_error_is_shown_and_never_the_key(router: FakeOpenRouter, status: int) -> None:
     model = make(router, SONNET, max_retries=0)
     raw = json.dumps({"type": "error", "error": {"type": "authentication_error", "message": f"bad key {SECRET}"}})
     error = {"message": "Provider returned error", "code": 400, "metadata": {"raw": raw, "provider_name": "Anthropic"}}
-    router.add(Status(400, {"error": error}))
+    router.add(Status(status, {"error": error}))
     with pytest.raises(ModelError) as caught:
-        await run(llm.model(model).request("Hi").prompt_conversation())
+        await run(llm.model(model).request("Hi").prompt_conversation(stream=False))
     await model.aclose()
     assert "Provider returned error (Anthropic: bad key" in str(caught.value)
     assert SECRET not in str(caught.value)
+
+
+async def test_an_upstream_body_that_is_not_json_is_shown_as_it_is(router: FakeOpenRouter) -> None:
+    model = make(router, SONNET, max_retries=0)
+    metadata = {"raw": "upstream timed out\n", "provider_name": "Anthropic"}
+    router.add(Status(400, {"error": {"message": "Provider returned error", "code": 400, "metadata": metadata}}))
+    with pytest.raises(ModelError, match=r"Provider returned error \(Anthropic: upstream timed out\)"):
+        await run(llm.model(model).request("Hi").prompt_conversation())
+    await model.aclose()
 
 
 async def test_an_answer_with_plain_thinking_only_keeps_it_as_plain_thinking(router: FakeOpenRouter) -> None:

@@ -66,6 +66,7 @@ from ._convert_common import (
     parse_arguments,
     plain,
 )
+from ._error_text import upstream_text
 from ._reasoning_details import PROVIDER as DETAILS
 from ._reasoning_details import DetailsStream, detail_pieces, replayed_details
 from .base import ModelRequest, ModelResponse, ReasoningDelta
@@ -397,6 +398,7 @@ class _Error(msgspec.Struct):
     message: str | None = None
     type: str | None = None
     code: str | int | None = None
+    metadata: Any = None  # OpenRouter: the upstream provider's error (see `_error_text`)
 
 
 class _Body(msgspec.Struct):
@@ -432,8 +434,12 @@ def _thinking(message: _Message) -> str | None:
 
 def _error(error: _Error) -> ModelError:
     kind = error.type or (str(error.code) if error.code is not None else "error")
+    text = error.message or kind
+    upstream = upstream_text(error.metadata)
+    if upstream:
+        text = f"{text} ({upstream})"
     return ModelError(
-        f"the OpenAI-compatible server reported an error: {error.message or kind}",
+        f"the OpenAI-compatible server reported an error: {text}",
         type="server" if kind in _RETRYABLE_ERRORS else kind,
         retryable=kind in _RETRYABLE_ERRORS,
     )

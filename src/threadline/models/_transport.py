@@ -401,32 +401,16 @@ class Endpoint:
         return ModelError(f"{where} rejected the request (HTTP {status}): {detail}", type="bad_request", status=status)
 
     def _detail(self, body: bytes) -> str:
-        """The server's own explanation from an error body (``{"error": {"message": …}}`` on both APIs; Gemini's
-        OpenAI-compatible endpoint wraps that object in a list; OpenRouter puts the upstream provider's own error
-        in ``error.metadata.raw`` behind a generic "Provider returned error", and both are shown)."""
+        """The server's own explanation from an error body (see `error_text`), on one line, secrets masked."""
         import msgspec
+
+        from ._error_text import error_text
 
         text = body.decode("utf-8", "replace").strip()
         try:
-            data = msgspec.json.decode(body)
+            text = error_text(msgspec.json.decode(body)) or text
         except msgspec.DecodeError:
-            data = None
-        if isinstance(data, list) and len(data) == 1:
-            data = data[0]
-        if isinstance(data, dict):
-            error = data.get("error")
-            if isinstance(error, dict) and isinstance(error.get("message"), str):
-                text = error["message"]
-                metadata = error.get("metadata")
-                raw = metadata.get("raw") if isinstance(metadata, dict) else None
-                if isinstance(raw, str) and raw.strip():
-                    upstream = metadata.get("provider_name")  # type: ignore[union-attr]
-                    inner = self._detail(raw.encode("utf-8", "replace"))
-                    text = f"{text} ({upstream}: {inner})" if isinstance(upstream, str) else f"{text}: {inner}"
-            elif isinstance(error, str):
-                text = error
-            elif isinstance(data.get("message"), str):
-                text = data["message"]
+            pass
         text = " ".join(mask_secrets(text, self._secrets).split())  # one line, even from an HTML error page
         return text if len(text) <= _DETAIL_LIMIT else text[:_DETAIL_LIMIT] + "…"
 
