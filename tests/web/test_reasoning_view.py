@@ -67,3 +67,33 @@ def test_the_export_keeps_the_thinking(sqlite_store, serve) -> None:
     html = httpx.get(f"{served.url}/c/{conv.id}/export.html").text
     assert "The user wants &lt;b&gt;Paris&lt;/b&gt;." in html
     assert 'class="reasoning"' in html
+
+
+def test_openrouter_entries_say_what_they_are_not_opaque_json(sqlite_store, serve, page) -> None:
+    conv = sqlite_store.create_conversation("Routed")
+    text_entry = '{"type":"reasoning.text","signature":"c2ln","format":"anthropic-claude-v1","index":0}'
+    encrypted = '{"type":"reasoning.encrypted","data":"' + "QUJD" * 25 + '","format":"google-gemini-v1","index":1}'
+    sqlite_store.append(
+        conv.id,
+        [
+            UserMessage(content="Weather in Paris?"),
+            AssistantMessage(
+                content="22 C.",
+                reasoning=[
+                    Reasoning(text="Check it.", signature="c2ln", redacted=text_entry, provider="openrouter"),
+                    Reasoning(redacted=encrypted, provider="openrouter", id="call_1"),
+                ],
+            ),
+        ],
+    )
+    log = sqlite_store.load(conv.id)
+    served = serve(sqlite_store, model=ScriptedModel([]))
+    page.goto(f"{served.url}/c/{conv.id}")
+    thinking = page.locator(f"#m-{log[1].id} details.reasoning")
+    thinking.locator("summary").click()
+    expect(thinking.locator(".reasoning-text").first).to_have_text("Check it.")
+    notes = thinking.locator(".reasoning-note")
+    expect(notes.nth(0)).to_have_text("signed · kept as OpenRouter sent it (reasoning.text anthropic-claude-v1)")
+    expect(notes.nth(1)).to_have_text(
+        "kept as OpenRouter sent it (reasoning.encrypted google-gemini-v1, 100 characters of encrypted data)"
+    )

@@ -116,12 +116,29 @@ def thought_views(message: AssistantMessage) -> list[ThoughtView]:
         notes: list[str] = []
         if piece.signature is not None:
             notes.append("signed")
-        if piece.redacted is not None:
+        if piece.provider == "openrouter" and piece.redacted is not None:
+            notes.append(_routed_note(piece.redacted))
+        elif piece.redacted is not None:
             notes.append(f"{len(piece.redacted):,} characters of opaque reasoning data")
         if message.error is not None and piece.signature is None and piece.redacted is None:
             notes.append("cut off with the failed call; never sent back")
         views.append(ThoughtView(text or "", cut, " · ".join(notes), piece.provider))
     return views
+
+
+def _routed_note(kept: str) -> str:
+    """What an OpenRouter ``reasoning_details`` entry carries besides its text: its type and format, and the size
+    of encrypted data (the rest of the entry is kept as JSON, to go back as it came)."""
+    try:
+        entry = json.loads(kept)
+    except ValueError:
+        entry = None
+    if not isinstance(entry, dict):
+        return "kept as OpenRouter sent it"
+    what = " ".join(str(entry[key]) for key in ("type", "format") if isinstance(entry.get(key), str))
+    data = entry.get("data")
+    size = f", {len(data):,} characters of encrypted data" if isinstance(data, str) and data else ""
+    return f"kept as OpenRouter sent it ({what}{size})" if what else f"kept as OpenRouter sent it{size}"
 
 
 @dataclass(slots=True)
