@@ -256,9 +256,11 @@ class Reasoning(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     Attributes:
         text: The visible thinking, or a summary of it (``""`` when the provider shows none).
         signature: The provider's signature over ``text`` (Anthropic ``thinking.signature``), sent back unchanged.
-        redacted: Opaque reasoning data (Anthropic ``redacted_thinking.data``, Responses ``encrypted_content``).
-        provider: The wire family that produced it: ``"anthropic"``, ``"openai-responses"``, ``"openai"``, or
-            ``"google"`` (a thought signature of Gemini's OpenAI-compatible API, with no text).
+        redacted: Opaque reasoning data (Anthropic ``redacted_thinking.data``, Responses ``encrypted_content``; for
+            OpenRouter, the rest of its ``reasoning_details`` entry as JSON, kept to go back as it came).
+        provider: The wire family that produced it: ``"anthropic"``, ``"openai-responses"``, ``"openai"``,
+            ``"google"`` (a thought signature of Gemini's OpenAI-compatible API, with no text), or ``"openrouter"``
+            (one ``reasoning_details`` entry of OpenRouter or Vercel's AI Gateway).
         id: The provider's id for it (a Responses reasoning item's ``id``; several summary parts of one item share
             it, in order), or for a Gemini thought signature the id of the tool call it came with.
         position: Where the piece stood among the answer's parts (reasoning, its text, its tool calls, counted
