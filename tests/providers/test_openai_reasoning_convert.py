@@ -305,3 +305,41 @@ def test_an_answer_keeps_the_documented_entries_of_every_type_in_order() -> None
     message = AssistantMessage(content="Done.", reasoning=response.reasoning)
     body = request_body(user("hi"), message, user("more"), model="m", server="reasoning_details=send")
     assert body["messages"][1]["reasoning_details"] == entries
+
+
+ENCRYPTED_ONLY = {
+    "type": "reasoning.encrypted",
+    "data": "Q2lnbmF0dXJl",
+    "id": "call_1",
+    "format": "google-gemini-v1",
+    "index": 0,
+}
+
+
+def test_plain_thinking_is_kept_beside_entries_that_carry_no_text() -> None:
+    # Only an encrypted entry (a Gemini thought signature): the readable thinking is the plain ``reasoning``.
+    data = completion({"content": "Hi.", "reasoning": "Readable thinking.", "reasoning_details": [ENCRYPTED_ONLY]})
+    _, context = build_request(ModelRequest(messages=[user("hi")]), "m", openai_profile("m"), stream=False)
+    answer = parse_completion(data, context).reasoning
+    assert [(piece.text, piece.provider) for piece in answer] == [
+        ("Readable thinking.", "openai"),
+        ("", "openrouter"),
+    ]
+    events = [
+        chunk({"reasoning": "Readable ", "reasoning_details": []}),
+        chunk({"reasoning": "thinking.", "reasoning_details": [ENCRYPTED_ONLY]}),
+        chunk({"content": "Hi."}, "stop"),
+        "[DONE]",
+    ]
+    pieces, stream = read_stream("m", events)
+    assert [piece.text for piece in pieces if isinstance(piece, ReasoningDelta)] == ["Readable ", "thinking."]
+    streamed = stream.finish().reasoning
+    assert [(piece.text, piece.provider) for piece in streamed] == [
+        ("Readable thinking.", "openai"),
+        ("", "openrouter"),
+    ]
+    # Only the entry goes back to OpenRouter; the plain text is this family's thinking, not sent by default.
+    message = AssistantMessage(content="Hi.", reasoning=streamed)
+    body = request_body(user("hi"), message, user("more"), model="m", server="openrouter")
+    assert body["messages"][1]["reasoning_details"] == [ENCRYPTED_ONLY]
+    assert "reasoning_content" not in body["messages"][1]

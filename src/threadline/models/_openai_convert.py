@@ -512,11 +512,15 @@ def parse_completion(data: bytes | str, context: WireContext) -> ModelResponse:
     calls, final_text, signed = _calls(raw, context, signatures)
     if final_text is not None:
         content, calls, stop = final_text, [], "stop"
-    # OpenRouter sends its thinking twice, as text and as entries to send back: the entries are kept.
-    reasoning = detail_pieces(message.reasoning_details)
-    if not reasoning:
+    # OpenRouter sends its thinking twice, as text and as entries to send back: the entries are kept, and the text
+    # too when no entry carries it (only encrypted ones, say).
+    entries = detail_pieces(message.reasoning_details)
+    reasoning: list[Reasoning] = []
+    if not any(piece.text for piece in entries):
         thinking = _thinking(message)
-        reasoning = [Reasoning(text=thinking, provider="openai")] if thinking else []
+        if thinking:
+            reasoning.append(Reasoning(text=thinking, provider="openai"))
+    reasoning.extend(entries)
     reasoning.extend(signed)
     return ModelResponse(
         content=content, tool_calls=calls, usage=_usage(body.usage), stop_reason=stop, reasoning=reasoning
@@ -575,7 +579,8 @@ class ChatStream(StreamReader):
             added = self._details.feed(delta.reasoning_details)
             if added is not None:
                 thinking = ReasoningDelta(added[0], part=added[1], provider=DETAILS)
-        elif not self._details:
+        if thinking is None and not self._details.readable:
+            # The plain thinking, unless entries with readable text carry the same (OpenRouter sends both).
             thought = _thinking(delta)
             thinking = self._think(thought) if thought is not None else None
         text = delta.content or delta.refusal
@@ -661,13 +666,15 @@ class ChatStream(StreamReader):
         stop = self._stop
         if final_text is not None:
             content, calls, stop = final_text, [], "stop"
-        if self._details:
-            reasoning = self._details.pieces()
-        else:
-            reasoning = [
+        reasoning = (
+            []
+            if self._details.readable
+            else [
                 Reasoning(text="".join(pieces), provider="openai", position=position)
                 for position, pieces in self._thinking
             ]
+        )
+        reasoning.extend(self._details.pieces())
         reasoning.extend(signed)
         return ModelResponse(
             content=content, tool_calls=calls, usage=_usage(self._usage), stop_reason=stop, reasoning=reasoning

@@ -121,11 +121,13 @@ class DetailsStream:
     no other ``id``. Anything else starts an entry.
     """
 
-    __slots__ = ("_by_index", "_entries")
+    __slots__ = ("_by_index", "_entries", "readable")
 
     def __init__(self) -> None:
         self._entries: list[dict[str, Any]] = []
         self._by_index: dict[int, int] = {}  # a fragment's index -> position in _entries
+        self.readable = False
+        """Whether any entry carried readable text (else the plain ``reasoning`` beside them is all there is)."""
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -154,7 +156,10 @@ class DetailsStream:
             if isinstance(text, str) and text:
                 added.append(text)
                 part = position
-        return ("".join(added), part) if added else None
+        if not added:
+            return None
+        self.readable = True
+        return "".join(added), part
 
     def _find(self, fragment: dict[str, Any]) -> int | None:
         index = fragment.get("index")
