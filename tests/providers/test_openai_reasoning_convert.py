@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from threadline import AssistantMessage, Reasoning, ReasoningSettings, ToolCall, ToolMessage, UserError, user
-from threadline.messages import LLMError, Usage, answer_parts
+from threadline.messages import LLMError, MessageList, Usage, answer_parts
 from threadline.models import ModelRequest, ModelSettings
 from threadline.models._openai_convert import ChatStream, build_request, parse_completion
 from threadline.models.base import ReasoningDelta
@@ -343,3 +343,16 @@ def test_plain_thinking_is_kept_beside_entries_that_carry_no_text() -> None:
     body = request_body(user("hi"), message, user("more"), model="m", server="openrouter")
     assert body["messages"][1]["reasoning_details"] == [ENCRYPTED_ONLY]
     assert "reasoning_content" not in body["messages"][1]
+
+
+def test_an_entry_with_lone_surrogates_is_kept_under_the_logs_text_rule() -> None:
+    from threadline.models._reasoning_details import DetailsStream
+
+    stream = DetailsStream()
+    odd = {"type": "reasoning.text", "text": "a\ud800", "format": "f\udc80", "index": 0, "x\ud801": ["y\udfff"]}
+    stream.feed([odd])
+    [piece] = stream.pieces()
+    assert piece.text == "a\ufffd"
+    kept = {"type": "reasoning.text", "format": "f\ufffd", "index": 0, "x\ufffd": ["y\ufffd"]}
+    assert json.loads(piece.redacted or "") == kept
+    MessageList([user("hi"), AssistantMessage(content="ok", reasoning=[piece])]).validate()

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from .._text import replace_surrogates_in
 from ..messages import AssistantMessage, Reasoning
 
 __all__ = ["PROVIDER", "DetailsStream", "detail_pieces", "entry", "piece", "replayed_details"]
@@ -54,10 +55,8 @@ def piece(detail: dict[str, Any]) -> Reasoning:
         text = ""
     signature = detail.get("signature")
     ident = detail.get("id")
-    try:
-        opaque = _encode(envelope).decode("utf-8")
-    except (TypeError, UnicodeEncodeError, msgspec.EncodeError):  # a lone surrogate somewhere in the entry
-        opaque = msgspec.json.encode(_scrub(envelope)).decode("utf-8")
+    # Under the log's rule for text (lone surrogates become U+FFFD), as the piece's other fields are.
+    opaque = _encode(replace_surrogates_in(envelope)).decode("utf-8")
     return Reasoning(
         text=text,
         signature=signature if isinstance(signature, str) and signature else None,
@@ -65,17 +64,6 @@ def piece(detail: dict[str, Any]) -> Reasoning:
         provider=PROVIDER,
         id=ident if isinstance(ident, str) and ident else None,
     )
-
-
-def _scrub(value: Any) -> Any:
-    """A JSON value with every lone surrogate in its strings replaced (U+FFFD), as the log does with all text."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_scrub(key): _scrub(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_scrub(item) for item in value]
-    return value
 
 
 def entry(kept: Reasoning) -> dict[str, Any] | None:
