@@ -97,7 +97,8 @@ def check_thinking(request: ModelRequest, profile: ModelProfile, name: str) -> N
         UserError: for a thinking budget under 1,024 tokens, or one that leaves no room for an answer under the
             family's output limit (budget families; adaptive ones take an effort instead).
     """
-    forced = _forced_tool(request, profile)
+    final_tool = uses_final_tool(request, profile)  # the schema is walked once per check
+    forced = _forced_tool(request, profile, final_tool)
     if forced is not None and not profile.forced_tool:
         raise CapabilityError(
             f"model {name!r} cannot be made to call a tool ({forced}): Anthropic answers it with "
@@ -113,7 +114,7 @@ def check_thinking(request: ModelRequest, profile: ModelProfile, name: str) -> N
     reasoning = request.settings.reasoning
     if reasoning is None or profile.thinking == "adaptive":
         return
-    if uses_final_tool(request, profile):
+    if final_tool:
         raise CapabilityError(
             f"model {name!r} cannot think (.reasoning(...)) and give this structured output in one call: it is "
             f"{forced}, and a thinking budget allows only tool_choice auto or none; leave the reasoning settings out "
@@ -138,9 +139,10 @@ def check_thinking(request: ModelRequest, profile: ModelProfile, name: str) -> N
         )
 
 
-def _forced_tool(request: ModelRequest, profile: ModelProfile) -> str | None:
-    """What forces a tool call in this request, said as the caller set it, or None."""
-    if uses_final_tool(request, profile):
+def _forced_tool(request: ModelRequest, profile: ModelProfile, final_tool: bool) -> str | None:
+    """What forces a tool call in this request, said as the caller set it, or None (``final_tool``: structured
+    output goes through the final-result tool, see `uses_final_tool`)."""
+    if final_tool:
         if profile.capabilities.structured_output:
             why = "the schema allows extra properties or is recursive"
         else:
