@@ -101,6 +101,31 @@ async def test_a_claude_tool_loop_with_thinking_sends_the_signed_entry_back(
         assert len(thoughts) > 2
 
 
+async def test_entries_that_come_after_their_plain_text_are_kept_and_the_thinking_is_shown_once(
+    router: FakeOpenRouter,
+) -> None:
+    # The plain text streams first, the signed entry comes whole after it: the display stays with the text it
+    # already showed, the log keeps the entry, and the next request sends it back.
+    model = make(router, SONNET)
+    router.add(
+        Reasoned(tool_calls=(PARIS,), reasoning=THOUGHT, late_details=True),
+        Reasoned("22 C in Paris.", reasoning="Done.", late_details=True),
+    )
+    thoughts: list[str] = []
+    conversation = llm.model(model).tools(get_weather).request("Weather in Paris?").prompt_conversation()
+    try:
+        await run(conversation, on_reasoning=thoughts.append)
+    finally:
+        await model.aclose()
+    assert "".join(thoughts) == THOUGHT + "\n\nDone."
+    log = conversation.messages
+    log.validate()
+    [piece] = log[1].reasoning
+    assert (piece.text, piece.signature, piece.provider) == (THOUGHT, sign(THOUGHT), "openrouter")
+    [sent] = assistant_turns(router.bodies[1])
+    assert sent["reasoning_details"] == [claude_entry()]
+
+
 async def test_without_the_entries_the_loop_is_refused_with_the_upstream_error_shown(router: FakeOpenRouter) -> None:
     # The same server under an address not known to be OpenRouter, with no server option: the entries are kept but
     # not sent, and Claude's refusal comes through OpenRouter's generic message.

@@ -575,12 +575,15 @@ class ChatStream(StreamReader):
         if delta is None:
             return None
         thinking: ReasoningDelta | None = None
+        # OpenRouter sends its thinking twice, as plain text and in entries. What is shown follows the copy that
+        # came first: the entries' text (usually in the same chunk as the plain text), or, once plain text was
+        # shown, that text to the end, so entries arriving after it are not shown again. The log keeps the entries.
+        shown_plain = bool(self._thinking)
         if delta.reasoning_details:
             added = self._details.feed(delta.reasoning_details)
-            if added is not None:
+            if added is not None and not shown_plain:
                 thinking = ReasoningDelta(added[0], part=added[1], provider=DETAILS)
-        if thinking is None and not self._details.readable:
-            # The plain thinking, unless entries with readable text carry the same (OpenRouter sends both).
+        if thinking is None and (shown_plain or not self._details.readable):
             thought = _thinking(delta)
             thinking = self._think(thought) if thought is not None else None
         text = delta.content or delta.refusal

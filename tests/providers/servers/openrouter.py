@@ -52,10 +52,13 @@ def call_signature(name: str, arguments: str) -> str:
 
 @dataclass(frozen=True)
 class Reasoned(Answer):
-    """An answer that thinks first; ``redacted`` adds a Claude redacted-thinking entry after the thinking."""
+    """An answer that thinks first; ``redacted`` adds a Claude redacted-thinking entry after the thinking;
+    ``late_details`` streams the plain ``reasoning`` text alone first and the ``reasoning_details`` entries after
+    it, whole (as a gateway that passes the text through as it comes and the entries once complete may)."""
 
     reasoning: str = "Let me think about which tool fits."
     redacted: bool = False
+    late_details: bool = False
 
 
 def _error(provider: str, raw: Any) -> Status:
@@ -140,6 +143,10 @@ class FakeOpenRouter(FakeOpenAI):
         entries = self.details(answer, model, calls)
         text_entry = entries[0]
         thinking: list[tuple[None, str]] = []
+        if answer.late_details:
+            thinking = [chunk({"reasoning": piece}) for piece in chunks(answer.reasoning, 6)]
+            thinking.extend(chunk({"reasoning": None, "reasoning_details": [entry]}) for entry in entries)
+            return [events[0], *thinking, *events[1:]]
         for piece in chunks(answer.reasoning, 6):
             fragment = {key: value for key, value in text_entry.items() if key != "signature"}
             fragment["text"] = piece
