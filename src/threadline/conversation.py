@@ -34,6 +34,7 @@ from .conversation_context import ConversationContext
 from .engine import TurnOptions, TurnResult, pending_calls_before, repair_pending, run_turn
 from .errors import StoreError, UserError
 from .mentions import Mentions
+from .message_fields import field_problem
 from .messages import MODES, AssistantMessage, Message, MessageList, MessageMeta, ToolMessage, UserMessage
 from .models.base import Model, ModelSettings
 from .tools import ResolvedTools, resolve_tools
@@ -229,11 +230,15 @@ class Conversation(ConversationContext):
         that would follow calls a crash left unanswered is preceded by their ``interrupted`` results.
 
         Raises:
-            UserError: for a message whose id is already in the log (nothing is recorded).
+            UserError: for a message whose id is already in the log, or with a field of the wrong type
+                (``UserMessage(content=123)``), which no store could read back (nothing is recorded).
             StoreError: if the store failed; nothing was appended in memory either, so log and store stay equal.
             ConversationBusy: if the store holds messages this conversation has not seen (another writer appended
                 without the lease); nothing was recorded.
         """
+        problem = field_problem(message)
+        if problem is not None:
+            raise UserError(f"this {type(message).__name__} cannot be recorded: {problem} (nothing was recorded)")
         messages = self.messages
         index = self._index
         if index is None or index.upto != len(messages):

@@ -556,12 +556,13 @@ class MessageList:
         return f"MessageList({len(self._items)} messages)"
 
     def validate(self) -> None:
-        """Check the tool-call protocol.
+        """Check that the log can be stored and read back, and the tool-call protocol.
 
-        No two messages share an id. Every tool result answers a call of an earlier assistant message with the same
-        id, at most once, and the results of one assistant message come before the next assistant or user message.
-        A log may end with unanswered calls (a crash mid-loop); the loop and the context builder repair that before
-        sending.
+        Every field has the type its message declares (rule ``invalid_field``: messages made in Python are not
+        checked when made, so ``UserMessage(content=123)`` is caught here). No two messages share an id. Every tool
+        result answers a call of an earlier assistant message with the same id, at most once, and the results of
+        one assistant message come before the next assistant or user message. A log may end with unanswered calls
+        (a crash mid-loop); the loop and the context builder repair that before sending.
 
         Raises:
             ProtocolError: naming the index of the first offending message and the rule.
@@ -624,12 +625,18 @@ def _check_message(message: object, index: int) -> None:
         )
 
 
-def validate_messages(items: Iterable[Message]) -> None:
-    """The protocol check behind `MessageList.validate`, for any sequence of messages."""
+def validate_messages(items: Iterable[Message], *, check_fields: bool = True) -> None:
+    """The check behind `MessageList.validate`, for any sequence of messages; ``check_fields=False`` leaves out the
+    field types, for messages a decoder has just made (it checked them)."""
+    from .message_fields import field_problem  # it imports this module
+
     pending: dict[str, int] = {}  # call id -> index of the assistant message that made it
     answered: set[str] = set()
     seen: dict[str, int] = {}  # message id -> index of the message that has it
     for index, message in enumerate(items):
+        problem = field_problem(message) if check_fields else None
+        if problem is not None:
+            raise ProtocolError(f"{problem} (no store could read it back)", index=index, rule="invalid_field")
         if message.id in seen:
             raise ProtocolError(
                 f"message id {message.id!r} is already the id of message {seen[message.id]} "

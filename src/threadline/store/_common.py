@@ -20,6 +20,7 @@ import msgspec
 from .._ids import new_id
 from .._text import replace_surrogates, replace_surrogates_in
 from ..errors import MessageListDeserializationError, StoreError
+from ..message_fields import field_problem
 from ..messages import Message, UserMessage
 from ..serialization import decode_message
 from .base import PageInfo, conversation_cache_prefix
@@ -265,14 +266,18 @@ def store_closed(where: str) -> StoreError:
 
 
 def unique_messages(messages: Sequence[Message]) -> list[Message]:
-    """The messages with exact repeats dropped (same id and content), so one append never stores an id twice.
+    """The messages with exact repeats dropped (same id and content), so one append never stores an id twice;
+    each is checked first to be one a store can read back (`field_problem`).
 
     Raises:
-        StoreError: if two of them share an id but differ (one would silently replace the other).
+        StoreError: if a message has a field of the wrong type (``UserMessage(content=123)``: kept, it would make
+            the whole conversation fail to load), or if two of them share an id but differ (one would silently
+            replace the other). Nothing is appended.
     """
     seen: dict[str, Message] = {}
     out: list[Message] = []
-    for message in messages:
+    for position, message in enumerate(messages):
+        _check_fields(message, position, "appended")
         prior = seen.get(message.id)
         if prior is None:
             seen[message.id] = message
@@ -286,13 +291,14 @@ def unique_messages(messages: Sequence[Message]) -> list[Message]:
 
 
 def distinct_messages(messages: Sequence[Message], conversation_id: str) -> list[Message]:
-    """The messages of an imported conversation, which must all have their own ids.
+    """The messages of an imported conversation, which must all have their own ids and fields of their types.
 
     Raises:
-        StoreError: naming the first repeated id (the import writes nothing).
+        StoreError: naming the first repeated id or mistyped field (the import writes nothing).
     """
     seen: set[str] = set()
     for position, message in enumerate(messages):
+        _check_fields(message, position, "imported", conversation_id)
         if message.id in seen:
             raise StoreError(
                 f"conversation {conversation_id!r}: message {position} repeats the id {message.id!r} of an earlier "
@@ -300,6 +306,15 @@ def distinct_messages(messages: Sequence[Message], conversation_id: str) -> list
             )
         seen.add(message.id)
     return list(messages)
+
+
+def _check_fields(message: Message, position: int, done: str, conversation_id: str | None = None) -> None:
+    problem = field_problem(message)
+    if problem is not None:
+        where = f"conversation {conversation_id!r}: " if conversation_id is not None else ""
+        raise StoreError(
+            f"{where}message {position} ({type(message).__name__}) cannot be stored: {problem}; nothing was {done}"
+        )
 
 
 def same_stored(stored: bytes, encoded: bytes) -> bool:

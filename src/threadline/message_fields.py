@@ -1,0 +1,200 @@
+"""Whether every field of a message has the type the log's schema declares, so that it can be written and read back.
+
+The message types are msgspec structs, which (by msgspec's design) check nothing when they are made in Python:
+``UserMessage(content=123)`` is made, encodes as ``{"content":123}``, and then no reader takes it back, so a store
+that kept it could no longer load the conversation it belongs to. Messages a model produces are checked at the
+engine's edge (`threadline.engine.check_response`); everything else that enters a log is checked here: by
+`MessageList.validate` (rule ``invalid_field``), by `Conversation.record` and by every store's ``append``, before
+anything is written.
+
+The check mirrors what the decoder refuses: a field of the wrong type, a ``bool`` where a count is declared, a
+reasoning ``position`` below zero, an unknown ``mode``, tool-call arguments or ``meta.ui`` that JSON cannot hold. The
+usual message (text fields, no tool calls, the shared
+default meta) takes a handful of type checks.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from .attachments import Attachment
+from .messages import (
+    DEFAULT_META,
+    MODES,
+    NO_ITEMS,
+    AssistantMessage,
+    LLMError,
+    MessageMeta,
+    Reasoning,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+
+__all__ = ["field_problem"]
+
+_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+_encode = msgspec.json.encode
+
+
+def field_problem(message: Any) -> str | None:
+    """The first field of ``message`` whose value its type does not allow, described (``"content is of type int,
+    expected str"``); None when the message can be written and read back."""
+    kind = type(message)
+    if kind not in _MESSAGE_TYPES:
+        return f"a {kind.__name__} is not a message"
+    if not isinstance(message.id, str):
+        return _wrong("id", message.id, "str")
+    if not isinstance(message.created_at, datetime):
+        return _wrong("created_at", message.created_at, "datetime")
+    meta = message.meta
+    if meta is not DEFAULT_META:
+        problem = _meta_problem(meta)
+        if problem is not None:
+            return problem
+    if kind is UserMessage or kind is SystemMessage:
+        if not isinstance(message.content, str):
+            return _wrong("content", message.content, "str")
+        if kind is UserMessage and message.attachments is not NO_ITEMS:
+            return _list_problem("attachments", message.attachments, _attachment_problem)
+        return None
+    if kind is ToolMessage:
+        for name in ("tool_call_id", "tool_name", "content"):
+            value = getattr(message, name)
+            if not isinstance(value, str):
+                return _wrong(name, value, "str")
+        if type(message.is_error) is not bool:
+            return _wrong("is_error", message.is_error, "bool")
+        duration = message.duration_ms
+        if duration is not None and not _is_number(duration):
+            return _wrong("duration_ms", duration, "float or None")
+        return None
+    return _assistant_problem(message)
+
+
+def _assistant_problem(message: AssistantMessage) -> str | None:
+    for name in ("content", "model"):
+        value = getattr(message, name)
+        if value is not None and not isinstance(value, str):
+            return _wrong(name, value, "str or None")
+    if message.tool_calls is not NO_ITEMS:
+        problem = _list_problem("tool_calls", message.tool_calls, _call_problem)
+        if problem is not None:
+            return problem
+    if message.reasoning is not NO_ITEMS:
+        problem = _list_problem("reasoning", message.reasoning, _reasoning_problem)
+        if problem is not None:
+            return problem
+    error = message.error
+    if error is not None:
+        if not isinstance(error, LLMError):
+            return _wrong("error", error, "LLMError or None")
+        for name in ("type", "message"):
+            value = getattr(error, name)
+            if not isinstance(value, str):
+                return _wrong(f"error.{name}", value, "str")
+        if type(error.retryable) is not bool:
+            return _wrong("error.retryable", error.retryable, "bool")
+    usage = message.usage
+    if usage is not None:
+        if not isinstance(usage, Usage):
+            return _wrong("usage", usage, "Usage or None")
+        for name in ("input_tokens", "output_tokens", "reasoning_tokens"):
+            value = getattr(usage, name)
+            if not _is_int(value):
+                return _wrong(f"usage.{name}", value, "int")
+    return None
+
+
+def _call_problem(call: Any) -> str | None:
+    if not isinstance(call, ToolCall):
+        return f"of type {type(call).__name__}, expected ToolCall"
+    for name in ("id", "name"):
+        value = getattr(call, name)
+        if not isinstance(value, str):
+            return _wrong(name, value, "str")
+    if not isinstance(call.arguments, dict):
+        return _wrong("arguments", call.arguments, "dict")
+    if call.arguments:
+        problem = _json_problem("arguments", call.arguments)
+        if problem is not None:
+            return problem
+    if call.raw_arguments is not None and not isinstance(call.raw_arguments, str):
+        return _wrong("raw_arguments", call.raw_arguments, "str or None")
+    return None
+
+
+def _reasoning_problem(piece: Any) -> str | None:
+    if not isinstance(piece, Reasoning):
+        return f"of type {type(piece).__name__}, expected Reasoning"
+    if not isinstance(piece.text, str):
+        return _wrong("text", piece.text, "str")
+    for name in ("signature", "redacted", "provider", "id"):
+        value = getattr(piece, name)
+        if value is not None and not isinstance(value, str):
+            return _wrong(name, value, "str or None")
+    position = piece.position
+    if position is not None and not _is_int(position):
+        return _wrong("position", position, "int or None")
+    if position is not None and position < 0:
+        return f"position is {position}, expected an int >= 0 or None"
+    return None
+
+
+def _attachment_problem(attachment: Any) -> str | None:
+    return None if isinstance(attachment, Attachment) else f"of type {type(attachment).__name__}, expected Attachment"
+
+
+def _meta_problem(meta: Any) -> str | None:
+    if not isinstance(meta, MessageMeta):
+        return _wrong("meta", meta, "MessageMeta")
+    if meta.mode is not None and meta.mode not in MODES:
+        return f"meta.mode is {meta.mode!r}, not one of {', '.join(MODES)} or None"
+    for name in ("run_id", "node_id", "agent_id"):
+        value = getattr(meta, name)
+        if value is not None and not isinstance(value, str):
+            return _wrong(f"meta.{name}", value, "str or None")
+    if type(meta.include_in_context) is not bool:
+        return _wrong("meta.include_in_context", meta.include_in_context, "bool")
+    if not isinstance(meta.ui, dict):
+        return _wrong("meta.ui", meta.ui, "dict")
+    return _json_problem("meta.ui", meta.ui) if meta.ui else None
+
+
+def _json_problem(name: str, value: dict[str, Any]) -> str | None:
+    """Why a free-form field (tool-call arguments, ``meta.ui``) cannot be written as JSON, or None."""
+    try:
+        _encode(value)
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
+        return f"{name} cannot be written as JSON ({exc})"
+    return None
+
+
+def _list_problem(name: str, items: Any, check: Any) -> str | None:
+    if not isinstance(items, (list, tuple)):  # a tuple is written as a list, and read back as one
+        return _wrong(name, items, "list")
+    for index, item in enumerate(items):
+        problem = check(item)
+        if problem is not None:
+            # An item's own problem reads "of type …"; one of its fields', "<field> is …".
+            joint = " is " if problem.startswith("of type") else "."
+            return f"{name}[{index}]{joint}{problem}"
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    """An int the decoder reads back as one: a bool is an int to isinstance, but JSON writes it as true/false."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _wrong(name: str, value: Any, expected: str) -> str:
+    return f"{name} is of type {type(value).__name__}, expected {expected}"
