@@ -10,6 +10,7 @@ import pytest
 from .campaign import Row
 from .fuzz import fuzz_readers, fuzz_surrogates
 from .leaks import key_leaks
+from .mistyped import mistyped_messages
 from .processes import kill_campaign, two_writers
 from .servers import server_generations
 from .tool_faults import FAULTS, tool_faults
@@ -55,3 +56,10 @@ def test_two_processes_continuing_one_conversation(backend: str, tmp_path: Path)
 
 def test_error_bodies_carrying_the_key(tmp_path: Path) -> None:
     assert_clean(key_leaks(tmp_path, cli_providers=("openai",)))
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "memory"])
+def test_mistyped_messages_are_refused_and_the_log_still_loads(backend: str, tmp_path: Path) -> None:
+    row = mistyped_messages(backend, 40, tmp_path, seed=0)
+    assert_clean(row, tried=40)
+    assert set(row.seen) == {"conversation.add", "store.append", "import"}
