@@ -8,13 +8,14 @@ engine's edge (`threadline.engine.check_response`); everything else that enters 
 anything is written.
 
 The check mirrors what the decoder refuses: a field of the wrong type, a ``bool`` where a count is declared, a
-reasoning ``position`` below zero, an unknown ``mode``, tool-call arguments or ``meta.ui`` that JSON cannot hold. The
-usual message (text fields, no tool calls, the shared
-default meta) takes a handful of type checks.
+reasoning ``position`` below zero, an unknown ``mode``, tool-call arguments or ``meta.ui`` that JSON cannot hold. A
+user or tool message with the shared default meta takes a handful of type checks (about 0.3 µs); an assistant
+message with tool calls and reasoning about 3 µs (its arguments are encoded once to be sure JSON holds them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -175,7 +176,7 @@ def _json_problem(name: str, value: dict[str, Any]) -> str | None:
     return None
 
 
-def _list_problem(name: str, items: Any, check: Any) -> str | None:
+def _list_problem(name: str, items: Any, check: Callable[[Any], str | None]) -> str | None:
     if not isinstance(items, (list, tuple)):  # a tuple is written as a list, and read back as one
         return _wrong(name, items, "list")
     for index, item in enumerate(items):
