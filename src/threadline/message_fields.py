@@ -24,6 +24,7 @@ import msgspec
 from .attachments import Attachment
 from .messages import (
     DEFAULT_META,
+    MESSAGE_TYPES,
     MODES,
     NO_ITEMS,
     AssistantMessage,
@@ -39,7 +40,6 @@ from .messages import (
 
 __all__ = ["field_problem"]
 
-_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
 _encode = msgspec.json.encode
 
 
@@ -47,7 +47,7 @@ def field_problem(message: Any) -> str | None:
     """The first field of ``message`` whose value its type does not allow, described (``"content is of type int,
     expected str"``); None when the message can be written and read back."""
     kind = type(message)
-    if kind not in _MESSAGE_TYPES:
+    if kind not in MESSAGE_TYPES:
         return f"a {kind.__name__} is not a message"
     if not isinstance(message.id, str):
         return _wrong("id", message.id, "str")

@@ -482,7 +482,8 @@ def assistant(text: str, *, meta: MessageMeta | None = None) -> AssistantMessage
     return AssistantMessage(content=text, meta=meta or DEFAULT_META)
 
 
-_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+"""The four message classes (what `MessageList` holds)."""
 
 
 class MessageList:
@@ -618,7 +619,7 @@ class MessageList:
 
 
 def _check_message(message: object, index: int) -> None:
-    if type(message) not in _MESSAGE_TYPES:
+    if type(message) not in MESSAGE_TYPES:
         raise TypeError(
             f"item {index} is a {type(message).__name__}, not a message "
             "(SystemMessage, UserMessage, AssistantMessage or ToolMessage)"

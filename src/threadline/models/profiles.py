@@ -412,8 +412,7 @@ def server_options(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     on their tool calls, for a Gemini served under another name), ``reasoning_details`` (``send``, ``drop``: whether
     OpenRouter's reasoning entries go back on their assistant messages), ``reasoning_request`` (``effort``,
     ``object``: how ``.reasoning()`` is sent, as ``reasoning_effort`` or as OpenRouter's ``reasoning`` object). A
-    mapping gives the options directly, with Python
-    values.
+    mapping gives the options directly, with Python values.
 
     Raises:
         UserError: for an unknown preset, option or value.
