@@ -16,7 +16,10 @@ the turns of every other thread. And not a fresh loop per call: each ``prompt()`
 Ctrl-C: while a sync call runs on the main thread, SIGINT cancels the running task instead of raising
 ``KeyboardInterrupt`` at whatever line the loop happens to be on (the way `asyncio.Runner` does it). The turn then
 records its failure with the partial answer and closes its streams, and only then does the caller get
-``KeyboardInterrupt``. A second Ctrl-C while that happens raises at once.
+``KeyboardInterrupt``. A second Ctrl-C while that happens raises at once. Between the steps of a sync ``for`` (the
+caller's code runs there) Ctrl-C raises where that code is, as usual, and the iteration remembers it: Python drops
+a ``KeyboardInterrupt`` raised while a finaliser or a weakref callback runs, and the next step then stops the turn
+instead of waiting on it forever. So a Ctrl-C during a sync ``for`` always ends the iteration.
 
 asyncio is imported on first use, not with the package: it is most of the cost of ``import threadline``, and
 reading logs or listing conversations never needs it.
@@ -106,10 +109,15 @@ def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
         raise RuntimeError("a sync `for` was used inside a running event loop; use `async for` there instead")
     loop = _loop()
     interrupted = False
+    between = _Between.install()
     try:
         while True:
             try:
-                item = _run(loop, agen.__anext__())
+                if between is not None and between.pressed:
+                    # Ctrl-C came between two steps and its KeyboardInterrupt was dropped: Python drops an exception
+                    # raised while a finaliser or a weakref callback runs (a finished task being collected, say).
+                    raise KeyboardInterrupt
+                item = _run(loop, agen.__anext__(), outer=between)
             except StopAsyncIteration:
                 return
             except KeyboardInterrupt:
@@ -120,61 +128,114 @@ def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
         # Also after Ctrl-C, which may have come between two steps (then nothing was cancelled yet): closing the
         # iterator is what makes it stop its work and record where it stopped.
         closer = getattr(agen, "aclose", None)
-        if closer is not None and not loop.is_closed():
-            try:
-                _run(loop, closer())
-            except RuntimeError:
-                # After a second Ctrl-C the step may still be running and cannot be closed now (the loop's
-                # shutdown does it); the interrupt, not this, is what the caller must see.
-                if not interrupted:
-                    raise
+        try:
+            if closer is not None and not loop.is_closed():
+                try:
+                    _run(loop, closer(), outer=between)
+                except RuntimeError:
+                    # After a second Ctrl-C the step may still be running and cannot be closed now (the loop's
+                    # shutdown does it); the interrupt, not this, is what the caller must see.
+                    if not interrupted:
+                        raise
+        finally:
+            if between is not None:
+                between.uninstall()
 
 
-def _run(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[T]) -> T:
+class _Between:
+    """The SIGINT handler while a sync ``for`` iterates, between its steps (each step puts its own, see `_run`).
+
+    It raises ``KeyboardInterrupt`` where the caller's code is, as Python's own handler does, and remembers the
+    press: Python drops an exception raised while a finaliser or a weakref callback runs, and the iteration's next
+    step must then stop instead of waiting for a turn that nobody cancelled.
+    """
+
+    __slots__ = ("pressed",)
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    @classmethod
+    def install(cls) -> _Between | None:
+        """Put the handler in place, on the main thread when Python's own handler is there; None otherwise."""
+        import signal
+
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return None
+        between = cls()
+        try:
+            signal.signal(signal.SIGINT, between)
+        except ValueError:  # not the main interpreter
+            return None
+        return between
+
+    def uninstall(self) -> None:
+        import signal
+
+        if signal.getsignal(signal.SIGINT) is self:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.pressed = True
+        raise KeyboardInterrupt
+
+
+def _run(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[T], outer: _Between | None = None) -> T:
     """Run ``awaitable`` as a task on ``loop``; on the main thread, Ctrl-C cancels that task (see the module
-    docstring) and is raised as ``KeyboardInterrupt`` once the task is done."""
+    docstring) and is raised as ``KeyboardInterrupt`` once the task is done. ``outer``: the handler of the sync
+    ``for`` this step belongs to, put back when the step ends."""
     import asyncio
     import signal
 
     task: asyncio.Task[T] | None = None
     interrupts = 0
+    late = False  # Ctrl-C came as the step was ending: raised when it has ended
 
     def on_sigint(signum: int, frame: Any) -> None:
-        nonlocal interrupts
+        nonlocal interrupts, late
         interrupts += 1
-        if interrupts == 1 and task is not None and not task.done():
+        if task is None or task.done():
+            # The step is over and being let go: collecting its task runs a weakref callback, and Python drops an
+            # exception raised there. Raised from `_run` itself instead, a moment later.
+            late = True
+            return
+        if interrupts == 1:
             task.cancel()
             loop.call_soon_threadsafe(lambda: None)  # wake the loop if it sleeps in select()
             return
         raise KeyboardInterrupt
 
+    task = loop.create_task(awaitable if asyncio.iscoroutine(awaitable) else _awaited(awaitable))
     handler = None
-    if threading.current_thread() is threading.main_thread() and (
-        signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    ):
+    previous = outer if outer is not None else signal.default_int_handler
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is previous:
         try:
             signal.signal(signal.SIGINT, on_sigint)
             handler = on_sigint
         except ValueError:  # not the main interpreter
             handler = None
     try:
-        task = loop.create_task(awaitable if asyncio.iscoroutine(awaitable) else _awaited(awaitable))
         return loop.run_until_complete(task)
     except asyncio.CancelledError:
-        if interrupts and task is not None and task.uncancel() == 0:
+        if interrupts and task.uncancel() == 0:
             raise KeyboardInterrupt from None
         raise
     except KeyboardInterrupt:
-        if not interrupts and task is not None:
+        if not interrupts:
             # Raised inside the loop by something other than our handler (a tool raised it): the turn's task was
             # left pending mid-step. Cancel it and let it record its failure, as for Ctrl-C.
             _settle(loop, task)
         raise
     finally:
-        if handler is not None and signal.getsignal(signal.SIGINT) is handler:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-        if task is not None and task.done() and not task.cancelled():
+        if task.done() and not task.cancelled():
             task.exception()  # retrieved here, so asyncio does not log it as never retrieved
+        task = None  # let go of it while our handler is still in place (see on_sigint)
+        if handler is not None and signal.getsignal(signal.SIGINT) is handler:
+            signal.signal(signal.SIGINT, previous)
+        if late:
+            raise KeyboardInterrupt  # a Ctrl-C as the step ended stops the caller as one before it would
 
 
 async def _awaited(awaitable: Awaitable[T]) -> T:
