@@ -87,6 +87,51 @@ def test_ctrl_c_during_a_sync_call_logs_the_partial_answer_then_raises(how: str,
     assert (failure.content, failure.error.type) == ("Once upon a time", "interrupted")
 
 
+DROPPED_CTRL_C = """
+import signal, sys, weakref
+from threadline import llm
+from threadline.models.base import Model, ModelCapabilities, ModelResponse, TextDelta
+
+class Pieces(Model):
+    name = "pieces"
+    capabilities = ModelCapabilities(streaming=True)
+
+    async def stream(self, request):
+        for piece in ("one", " two", " three", " four"):
+            yield TextDelta(piece)
+        yield ModelResponse(content="one two three four")
+
+dropped = []
+sys.unraisablehook = lambda info: dropped.append(type(info.exc_value).__name__)
+
+class Thing:
+    pass
+
+seen = []
+try:
+    for piece in llm.model(Pieces()).request("Count.").stream():
+        seen.append(piece)
+        if len(seen) == 1:
+            # Ctrl-C lands while a weakref callback runs (as asyncio's, for a collected task, does between two
+            # steps): Python drops the KeyboardInterrupt the handler raises there.
+            thing = Thing()
+            weakref.finalize(thing, lambda: signal.getsignal(signal.SIGINT)(signal.SIGINT, None))
+            del thing
+    print("finished", seen, dropped)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", seen, dropped)
+"""
+
+
+def test_a_ctrl_c_python_drops_between_two_steps_still_ends_the_iteration(tmp_path: Path) -> None:
+    script = tmp_path / "dropped.py"
+    script.write_text(DROPPED_CTRL_C, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    # The press was dropped where it landed, and the next step stopped the iteration all the same.
+    assert done.stdout.splitlines() == ["KeyboardInterrupt ['one'] ['KeyboardInterrupt']"]
+
+
 def test_the_sigint_handler_is_put_back_after_a_sync_call() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert llm.model(ScriptedModel(["ok"])).request("hi").prompt() == "ok"
