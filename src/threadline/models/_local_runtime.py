@@ -25,6 +25,7 @@ import os
 import queue
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -265,7 +266,8 @@ def extra_buffers_off() -> tuple[bool, str]:
     ggml's AMX matrix kernels crash (SIGSEGV in ``ggml_backend_amx_mul_mat``, inside ``llama_decode``) on the first
     generation on some machines whose CPU has AMX (`AMX_ISSUE`). Without the extra buffer types llama.cpp computes
     with its plain CPU kernels, which work everywhere. ``THREADLINE_LLAMA_EXTRA_BUFFERS`` decides: ``auto`` (the
-    default: off on a CPU with AMX, on elsewhere), ``off`` or ``on``.
+    default: off on a CPU with AMX, on elsewhere), ``off`` or ``on``. The reason for ``on`` on a CPU with AMX says
+    that llama.cpp may crash, and loading the embedded model then warns (`RuntimeWarning`).
 
     Raises:
         UserError: for another value of ``THREADLINE_LLAMA_EXTRA_BUFFERS``.
@@ -274,6 +276,11 @@ def extra_buffers_off() -> tuple[bool, str]:
     if setting == "off":
         return True, f"{EXTRA_BUFFERS_ENV}=off"
     if setting == "on":
+        if cpu_has_amx():
+            return (
+                False,
+                f"{EXTRA_BUFFERS_ENV}=on, although this CPU has AMX, whose kernels crash llama.cpp ({AMX_ISSUE})",
+            )
         return False, f"{EXTRA_BUFFERS_ENV}=on"
     if setting != "auto":
         raise UserError(f"{EXTRA_BUFFERS_ENV} must be auto, on or off, got {setting!r}")
@@ -309,7 +316,10 @@ def switch_off_extra_buffers(low_level: Any) -> Callable[[], None]:
 @contextlib.contextmanager
 def _without_amx() -> Iterator[None]:
     """Load without llama.cpp's extra CPU buffer types where `extra_buffers_off` says so (on CPUs with AMX)."""
-    if not extra_buffers_off()[0]:
+    off, why = extra_buffers_off()
+    if not off:
+        if cpu_has_amx():  # forced on: llama.cpp may die with SIGSEGV, which no Python code can report afterwards
+            warnings.warn(f"llama.cpp extra CPU buffer types on ({why})", RuntimeWarning, stacklevel=3)
         yield
         return
     import llama_cpp.llama_cpp as low_level
