@@ -69,12 +69,14 @@ def test_a_huge_output_is_shown_in_parts(sqlite_store, serve, page):
     page.locator("#call-read-1 summary").click()
     page.locator("#call-read-1 .cut a", has_text="Show all").click()
     expect(page.locator(".part-facts")).to_contain_text("characters 1–200,000 of 450,000")
+    page.wait_for_load_state("load")  # the part is streamed: its facts line shows before all its text has arrived
     first = page.locator("pre.full-text").inner_text()
     assert first == output[:200_000]
     page.click("text=Next part")
     expect(page.locator(".part-facts")).to_contain_text("characters 200,001–400,000 of 450,000")
     page.click("text=Next part")
     expect(page.locator(".part-facts")).to_contain_text("characters 400,001–450,000 of 450,000")
+    page.wait_for_load_state("load")
     assert page.locator("pre.full-text").inner_text() == output[400_000:]
     expect(page.locator("text=Next part")).to_have_count(0)
     page.click("text=Previous part")
