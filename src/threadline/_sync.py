@@ -19,7 +19,9 @@ records its failure with the partial answer and closes its streams, and only the
 ``KeyboardInterrupt``. A second Ctrl-C while that happens raises at once. Between the steps of a sync ``for`` (the
 caller's code runs there) Ctrl-C raises where that code is, as usual, and the iteration remembers it: Python drops
 a ``KeyboardInterrupt`` raised while a finaliser or a weakref callback runs, and the next step then stops the turn
-instead of waiting on it forever. So a Ctrl-C during a sync ``for`` always ends the iteration.
+instead of waiting on it forever. So a Ctrl-C during a sync ``for`` always ends the iteration. A Ctrl-C that comes
+just before the loop goes to sleep wakes it through `signal.set_wakeup_fd`, and one that comes as a step's task is
+being made cancels that task before it runs.
 
 asyncio is imported on first use, not with the package: it is most of the cost of ``import threadline``, and
 reading logs or listing conversations never needs it.
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import asyncio
+    import socket
 
 __all__ = ["in_event_loop", "iterate_sync", "run_sync"]
 
@@ -65,27 +68,59 @@ def in_event_loop() -> bool:
 
 class _ThreadLoop:
     """One thread's private loop. Only the thread-local refers to it (the exit handler's set is weak), so it is
-    finalised — and the loop closed — when its thread ends."""
+    finalised — and the loop closed — when its thread ends.
 
-    __slots__ = ("__weakref__", "loop")
+    On the main thread it also holds the socket pair that wakes the loop when a signal arrives (`wakeup_fd`)."""
+
+    __slots__ = ("__weakref__", "_wakeup", "loop")
 
     def __init__(self) -> None:
         import asyncio
 
         self.loop = asyncio.new_event_loop()
+        self._wakeup: tuple[socket.socket, socket.socket] | None = None
+
+    def wakeup_fd(self) -> int:
+        """The file descriptor for `signal.set_wakeup_fd` while this loop runs a step: a signal writes a byte there,
+        which wakes the loop even when the signal came just before it went to sleep in ``select()``."""
+        if self._wakeup is None:
+            import socket
+
+            reader, writer = socket.socketpair()
+            reader.setblocking(False)
+            writer.setblocking(False)
+            self.loop.add_reader(reader.fileno(), _drain, reader)
+            self._wakeup = (reader, writer)
+        return self._wakeup[1].fileno()
+
+    def close(self) -> None:
+        _close_loop(self.loop)
+        if self._wakeup is not None:
+            for end in self._wakeup:
+                end.close()
+            self._wakeup = None
 
     def __del__(self) -> None:
-        _close_loop(self.loop)
+        self.close()
 
 
-def _loop() -> asyncio.AbstractEventLoop:
+def _drain(reader: socket.socket) -> None:
+    """Empty the wakeup socket: its bytes only woke the loop; the signal's Python handler does the work."""
+    try:
+        while reader.recv(4096):
+            pass
+    except OSError:  # empty (BlockingIOError), or closed
+        pass
+
+
+def _thread_loop() -> _ThreadLoop:
     holder: _ThreadLoop | None = getattr(_local, "holder", None)
     if holder is None or holder.loop.is_closed():
         holder = _ThreadLoop()
         _local.holder = holder
         with _loops_lock:
             _loops.add(holder)
-    return holder.loop
+    return holder
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -98,7 +133,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     if in_event_loop():
         coro.close()
         raise RuntimeError("run_sync() was called from a running event loop; await the async API instead")
-    return _run(_loop(), coro)
+    return _run(_thread_loop(), coro)
 
 
 def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
@@ -107,7 +142,8 @@ def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
         # Without this check asyncio says "Cannot run the event loop while another loop is running", which does
         # not tell the caller what to do.
         raise RuntimeError("a sync `for` was used inside a running event loop; use `async for` there instead")
-    loop = _loop()
+    holder = _thread_loop()
+    loop = holder.loop
     interrupted = False
     between = _Between.install()
     try:
@@ -117,7 +153,7 @@ def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
                     # Ctrl-C came between two steps and its KeyboardInterrupt was dropped: Python drops an exception
                     # raised while a finaliser or a weakref callback runs (a finished task being collected, say).
                     raise KeyboardInterrupt
-                item = _run(loop, agen.__anext__(), outer=between)
+                item = _run(holder, agen.__anext__(), outer=between)
             except StopAsyncIteration:
                 return
             except KeyboardInterrupt:
@@ -131,7 +167,7 @@ def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
         try:
             if closer is not None and not loop.is_closed():
                 try:
-                    _run(loop, closer(), outer=between)
+                    _run(holder, closer(), outer=between)
                 except RuntimeError:
                     # After a second Ctrl-C the step may still be running and cannot be closed now (the loop's
                     # shutdown does it); the interrupt, not this, is what the caller must see.
@@ -182,20 +218,30 @@ class _Between:
         raise KeyboardInterrupt
 
 
-def _run(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[T], outer: _Between | None = None) -> T:
-    """Run ``awaitable`` as a task on ``loop``; on the main thread, Ctrl-C cancels that task (see the module
+def _run(holder: _ThreadLoop, awaitable: Awaitable[T], outer: _Between | None = None) -> T:
+    """Run ``awaitable`` as a task on ``holder``'s loop; on the main thread, Ctrl-C cancels that task (see the module
     docstring) and is raised as ``KeyboardInterrupt`` once the task is done. ``outer``: the handler of the sync
-    ``for`` this step belongs to, put back when the step ends."""
+    ``for`` this step belongs to, put back when the step ends.
+
+    Our handler goes in before the task exists: a Ctrl-C between the two then cancels the task as soon as it is
+    made, where a handler put in afterwards would leave a task that never ran (asyncio reports it as "destroyed but
+    pending"). While it is in place, signals also write to the loop's wakeup socket: Python runs a handler between
+    two bytecodes, and a Ctrl-C that comes just before the loop goes to sleep in ``select()`` would otherwise run it
+    only when the sleep ends (the next timer: an hour for a model that is thinking)."""
     import asyncio
     import signal
 
+    loop = holder.loop
     task: asyncio.Task[T] | None = None
+    made = False  # the task has been made (and `task` set); until then a Ctrl-C only counts
     interrupts = 0
     late = False  # Ctrl-C came as the step was ending: raised when it has ended
 
     def on_sigint(signum: int, frame: Any) -> None:
         nonlocal interrupts, late
         interrupts += 1
+        if not made:
+            return  # counted: the task is cancelled as soon as it is made
         if task is None or task.done():
             # The step is over and being let go: collecting its task runs a weakref callback, and Python drops an
             # exception raised there. Raised from `_run` itself instead, a moment later.
@@ -207,33 +253,44 @@ def _run(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[T], outer: _Betwe
             return
         raise KeyboardInterrupt
 
-    task = loop.create_task(awaitable if asyncio.iscoroutine(awaitable) else _awaited(awaitable))
     handler = None
+    wakeup = None  # the wakeup fd that was set before ours
     previous = outer if outer is not None else signal.default_int_handler
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is previous:
         try:
             signal.signal(signal.SIGINT, on_sigint)
             handler = on_sigint
+            wakeup = signal.set_wakeup_fd(holder.wakeup_fd(), warn_on_full_buffer=False)
+            if wakeup != -1:  # someone else's (a GUI toolkit, asyncio's signal handlers): theirs stays
+                signal.set_wakeup_fd(wakeup)
+                wakeup = None
         except ValueError:  # not the main interpreter
             handler = None
     try:
+        task = loop.create_task(awaitable if asyncio.iscoroutine(awaitable) else _awaited(awaitable))
+        made = True
+        if interrupts:
+            task.cancel()
         return loop.run_until_complete(task)
     except asyncio.CancelledError:
-        if interrupts and task.uncancel() == 0:
+        if interrupts and task is not None and task.uncancel() == 0:
             raise KeyboardInterrupt from None
         raise
     except KeyboardInterrupt:
-        if not interrupts:
+        if not interrupts and task is not None:
             # Raised inside the loop by something other than our handler (a tool raised it): the turn's task was
             # left pending mid-step. Cancel it and let it record its failure, as for Ctrl-C.
             _settle(loop, task)
         raise
     finally:
-        if task.done() and not task.cancelled():
+        if task is not None and task.done() and not task.cancelled():
             task.exception()  # retrieved here, so asyncio does not log it as never retrieved
         task = None  # let go of it while our handler is still in place (see on_sigint)
-        if handler is not None and signal.getsignal(signal.SIGINT) is handler:
-            signal.signal(signal.SIGINT, previous)
+        if handler is not None:
+            if wakeup is not None:
+                signal.set_wakeup_fd(-1)
+            if signal.getsignal(signal.SIGINT) is handler:
+                signal.signal(signal.SIGINT, previous)
         if late:
             raise KeyboardInterrupt  # a Ctrl-C as the step ended stops the caller as one before it would
 
@@ -288,4 +345,4 @@ def _close_loops() -> None:
     with _loops_lock:
         holders = list(_loops)
     for holder in holders:
-        _close_loop(holder.loop)
+        holder.close()

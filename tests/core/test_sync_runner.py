@@ -132,6 +132,112 @@ def test_a_ctrl_c_python_drops_between_two_steps_still_ends_the_iteration(tmp_pa
     assert done.stdout.splitlines() == ["KeyboardInterrupt ['one'] ['KeyboardInterrupt']"]
 
 
+ASLEEP_CTRL_C = """
+import asyncio, signal, sys, threading, time
+from threadline import llm
+from threadline.models.base import Model, ModelCapabilities, TextDelta
+
+class Thinking(Model):
+    name = "thinking"
+    capabilities = ModelCapabilities(streaming=True)
+
+    async def stream(self, request):
+        yield TextDelta("Hmm")
+        # From here on Ctrl-C is taken by another thread, not by this one asleep in select(): the state a Ctrl-C
+        # leaves when it comes just before the loop goes to sleep (Python runs its handler between two bytecodes).
+        threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        print("ASLEEP", flush=True)
+        await asyncio.sleep(3600)
+
+builder = llm.model(Thinking()).request("Think.")
+try:
+    if sys.argv[1] == "prompt":
+        builder.prompt()
+    else:
+        for piece in builder.stream():
+            pass
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["prompt", "stream"])
+def test_ctrl_c_wakes_a_loop_asleep_in_select(how: str, tmp_path: Path) -> None:
+    """Before, the handler ran only when the sleep ended (an hour here): ``prompt()`` hung after Ctrl-C, with
+    nothing printed, in 2 of 120 tries on a loaded machine."""
+    script = tmp_path / "asleep.py"
+    script.write_text(ASLEEP_CTRL_C, encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, str(script), how], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "ASLEEP\n"
+    process.send_signal(signal.SIGINT)
+    try:
+        out, err = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        pytest.fail(f"Ctrl-C did not wake the sleeping loop; stdout {out!r}, stderr {err!r}")
+    assert (process.returncode, out, err) == (0, "KeyboardInterrupt\n", "")
+
+
+EARLY_CTRL_C = """
+import asyncio, os, signal, sys
+from threadline import llm
+from threadline.models.base import Model, ModelCapabilities, ModelResponse, TextDelta
+
+class Pieces(Model):
+    name = "pieces"
+    capabilities = ModelCapabilities(streaming=True)
+
+    async def stream(self, request):
+        for piece in ("one", " two", " three"):
+            yield TextDelta(piece)
+        yield ModelResponse(content="one two three")
+
+steps = []
+
+def factory(loop, coro, **kwargs):
+    task = asyncio.Task(coro, loop=loop, **kwargs)
+    if sys.argv[1] == "prompt" or type(coro).__name__ == "async_generator_asend":
+        steps.append(task)
+        if len(steps) == int(sys.argv[2]):
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C just as the step's task is made
+    return task
+
+from threadline import _sync
+
+# The task factory goes on the loop the sync API runs its steps on in this thread.
+_sync._thread_loop().loop.set_task_factory(factory)
+seen = []
+builder = llm.model(Pieces()).request("Count.")
+try:
+    if sys.argv[1] == "prompt":
+        seen.append(builder.prompt())
+    else:
+        for piece in builder.stream():
+            seen.append(piece)
+    print("finished", seen, flush=True)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", seen, flush=True)
+print("unfinished steps", sum(not task.done() for task in steps), flush=True)
+"""
+
+
+@pytest.mark.parametrize(("how", "step", "seen"), [("prompt", 1, []), ("stream", 1, []), ("stream", 2, ["one"])])
+def test_ctrl_c_as_a_step_is_made_stops_that_step(how: str, step: int, seen: list[str], tmp_path: Path) -> None:
+    """Before, a Ctrl-C that came after the step's task was made and before the handler went in left that task
+    never run ("Task was destroyed but it is pending!", seen once in 80 loaded tries of a sync ``for``)."""
+    script = tmp_path / "early.py"
+    script.write_text(EARLY_CTRL_C, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), how, str(step)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"KeyboardInterrupt {seen}", "unfinished steps 0"]
+    assert done.stderr == ""
+
+
 def test_the_sigint_handler_is_put_back_after_a_sync_call() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert llm.model(ScriptedModel(["ok"])).request("hi").prompt() == "ok"
