@@ -9,6 +9,9 @@ Rows (the cases live in ``tests/faults/``, shared with the CI test ``tests/fault
 - tool faults: tools that raise, exit, hang, swallow their cancellation, return nan/surrogates/megabytes/objects JSON
   cannot encode, unknown names and invalid arguments, in turns on a SQLite store;
 - kill -9 at random points of a tool loop, on SQLite and PostgreSQL; then load, validate, continue;
+- Ctrl-C at random points of a tool loop run through the sync API (``prompt()``, a ``for`` over ``stream()``), on
+  SQLite and PostgreSQL: the process stops at once with ``KeyboardInterrupt`` and nothing on stderr; then load,
+  validate, continue;
 - two processes continuing one conversation at once, on SQLite and PostgreSQL;
 - messages made in Python with a field of the wrong type (``UserMessage(content=123)``, a bool for a token count,
   an object in tool-call arguments, ...), written through `Conversation.add`, ``store.append`` and an import on
@@ -18,7 +21,7 @@ Rows (the cases live in ``tests/faults/``, shared with the CI test ``tests/fault
   README start it) and asked for answers: on a CPU with AMX the plain server crashes on its first (issue 17).
 
 Usage: python bench/faults.py [--cases 5000] [--surrogate-cases 2000] [--tool-turns 60] [--kills 24] [--races 10]
-                             [--mistyped 300] [--server-starts 3] [--seed 0]
+                             [--interrupts 40] [--mistyped 300] [--server-starts 3] [--seed 0]
 PostgreSQL: ``THREADLINE_TEST_POSTGRES`` (default postgresql://postgres@127.0.0.1:5432/test).
 """
 
@@ -36,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.faults.campaign import HEADERS, Row  # noqa: E402
 from tests.faults.fuzz import fuzz_readers, fuzz_surrogates  # noqa: E402
+from tests.faults.interrupts import interrupt_campaign  # noqa: E402
 from tests.faults.leaks import key_leaks  # noqa: E402
 from tests.faults.mistyped import mistyped_messages  # noqa: E402
 from tests.faults.processes import kill_campaign, two_writers  # noqa: E402
@@ -53,6 +57,7 @@ def main() -> int:
     parser.add_argument("--tool-turns", type=int, default=60, help="turns of random tool-fault combinations")
     parser.add_argument("--kills", type=int, default=24, help="SIGKILLs per backend")
     parser.add_argument("--races", type=int, default=10, help="two-writer races per backend")
+    parser.add_argument("--interrupts", type=int, default=40, help="Ctrl-Cs per backend")
     parser.add_argument("--mistyped", type=int, default=300, help="mistyped messages written per backend")
     parser.add_argument("--backends", default="sqlite,postgres", help="comma-separated: sqlite, postgres")
     parser.add_argument("--seed", type=int, default=None, help="fix the random choices (default: new ones each run)")
@@ -76,6 +81,11 @@ def main() -> int:
         timed("tool faults", lambda: tool_faults(args.tool_turns, directory, seed=seed, slow_cases=2))
         for backend in backends:
             timed(f"kill -9 ({backend})", lambda b=backend: kill_campaign(b, args.kills, directory, seed=seed))
+        for backend in backends:
+            timed(
+                f"Ctrl-C ({backend})",
+                lambda b=backend: interrupt_campaign(b, args.interrupts, directory, seed=seed),
+            )
         for backend in backends:
             timed(f"two writers ({backend})", lambda b=backend: two_writers(b, args.races, directory))
         for backend in [*backends, "memory"]:

@@ -4,7 +4,7 @@ A category returns a `Row`: cases tried, survived (no crash, nothing lost, the s
 lost messages, invalid stored logs and leaked secrets, with the first few failures described. ``bench/faults.py``
 runs the campaign at full size and prints the table; ``tests/faults/test_campaign.py`` runs a small one in CI and
 asserts every count of failures is zero. The categories live in ``fuzz``, ``tool_faults``, ``processes`` and
-``leaks`` beside this module.
+``leaks`` beside this module (Ctrl-C: ``interrupts``).
 """
 
 from __future__ import annotations

@@ -54,7 +54,8 @@ def store_url(backend: str, directory: Path) -> Iterator[str]:
             connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def _env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
+    """The environment of a campaign's child process: this checkout's ``src`` and root importable, output unbuffered."""
     paths = [str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p), "PYTHONUNBUFFERED": "1"}
 
@@ -80,7 +81,7 @@ def kill_once(url: str, conversation_id: str, rng: random.Random, row: Row) -> N
         [sys.executable, str(HERE / "_kill_child.py"), url, conversation_id, str(rng.randrange(10**9))],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=_env(),
+        env=child_env(),
         cwd=ROOT,
     )
     assert child.stdout is not None
@@ -170,7 +171,7 @@ def race_once(url: str, conversation_id: str, directory: Path, writers: int, row
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=_env(),
+            env=child_env(),
             cwd=ROOT,
         )
         for name in names

@@ -9,6 +9,7 @@ import pytest
 
 from .campaign import Row
 from .fuzz import fuzz_readers, fuzz_surrogates
+from .interrupts import interrupt_campaign
 from .leaks import key_leaks
 from .mistyped import mistyped_messages
 from .processes import kill_campaign, two_writers
@@ -45,6 +46,11 @@ def test_tool_faults(tmp_path: Path) -> None:
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_kill_9_at_random_points(backend: str, tmp_path: Path) -> None:
     assert_clean(kill_campaign(backend, 3, tmp_path, seed=0), tried=3)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_ctrl_c_at_random_points_of_a_sync_tool_loop(backend: str, tmp_path: Path) -> None:
+    assert_clean(interrupt_campaign(backend, 3, tmp_path, seed=0), tried=3)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
