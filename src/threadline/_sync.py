@@ -271,7 +271,9 @@ def _run(holder: _ThreadLoop, awaitable: Awaitable[T], outer: _Between | None = 
         made = True
         if interrupts:
             task.cancel()
-        return loop.run_until_complete(task)
+        result = loop.run_until_complete(task)
+        late = late or interrupts > 0  # the task was ending when Ctrl-C came, and it ended all the same
+        return result
     except asyncio.CancelledError:
         if interrupts and task is not None and task.uncancel() == 0:
             raise KeyboardInterrupt from None
@@ -281,6 +283,13 @@ def _run(holder: _ThreadLoop, awaitable: Awaitable[T], outer: _Between | None = 
             # Raised inside the loop by something other than our handler (a tool raised it): the turn's task was
             # left pending mid-step. Cancel it and let it record its failure, as for Ctrl-C.
             _settle(loop, task)
+        raise
+    except BaseException:
+        # Cancelling a task that is running asks it to stop at its next ``await``; a task whose step ends without
+        # one, in an exception, is not marked cancelled: a stream's last step (its ``StopAsyncIteration``, which
+        # would end the caller's ``for`` as if nothing had happened) or a turn's own error. The Ctrl-C is raised
+        # all the same, from the finally below.
+        late = late or interrupts > 0
         raise
     finally:
         if task is not None and task.done() and not task.cancelled():

@@ -238,6 +238,54 @@ def test_ctrl_c_as_a_step_is_made_stops_that_step(how: str, step: int, seen: lis
     assert done.stderr == ""
 
 
+ENDING_CTRL_C = """
+import os, signal, sys
+from threadline import llm
+from threadline.store.leases import Lease
+from threadline.store.memory import MemoryStore
+from threadline.testing import ScriptedModel
+
+# Ctrl-C comes as the turn gives its conversation back: in the last step of a stream, after its last piece.
+class PressOnRelease(MemoryStore):
+    def try_lease(self, conversation_id):
+        lease = super().try_lease(conversation_id)
+
+        def release():
+            lease.release()
+            os.kill(os.getpid(), signal.SIGINT)
+
+        return None if lease is None else Lease(conversation_id, release)
+
+store = PressOnRelease()
+builder = llm.model(ScriptedModel(["one two three"])).store(store).request("Count.")
+seen = []
+try:
+    if sys.argv[1] == "prompt":
+        seen.append(builder.prompt())
+    else:
+        for piece in builder.stream():
+            seen.append(piece)
+    print("finished", repr("".join(seen)), flush=True)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", repr("".join(seen)), flush=True)
+print([type(m).__name__ for m in store.load(store.list_conversations()[0].id)], flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["prompt", "stream"])
+def test_ctrl_c_as_the_turn_ends_is_not_lost(how: str, tmp_path: Path) -> None:
+    """Before, a ``for`` over ``stream()`` ended as if nothing had happened when Ctrl-C came during its last step
+    (the step ends in ``StopAsyncIteration``, and asyncio marks such a task done, not cancelled), and the program
+    went on: seen once in 40 Ctrl-Cs of the fault campaign. The turn had ended: its answer is in the log."""
+    script = tmp_path / "ending.py"
+    script.write_text(ENDING_CTRL_C, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), how], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = repr("one two three" if how == "stream" else "")
+    assert done.stdout.splitlines() == [f"KeyboardInterrupt {seen}", "['UserMessage', 'AssistantMessage']"]
+    assert done.stderr == ""
+
+
 def test_the_sigint_handler_is_put_back_after_a_sync_call() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert llm.model(ScriptedModel(["ok"])).request("hi").prompt() == "ok"
