@@ -75,3 +75,7 @@ with open_store(url) as store:
     except KeyboardInterrupt:
         print("interrupted", flush=True)
         report(conversation, printed)
+# Exit 0 said explicitly: CPython 3.11 ends a program with SIGINT's status (130) when a KeyboardInterrupt it caught
+# had passed through exec() of a string, as dataclasses and pydantic do when first imported (a Ctrl-C during the
+# first turn's lazy imports), although the program handled it.
+sys.exit(0)
