@@ -72,26 +72,34 @@ class _ThreadLoop:
 
     On the main thread it also holds the socket pair that wakes the loop when a signal arrives (`wakeup_fd`)."""
 
-    __slots__ = ("__weakref__", "_wakeup", "loop")
+    __slots__ = ("__weakref__", "_no_wakeup", "_wakeup", "loop")
 
     def __init__(self) -> None:
         import asyncio
 
         self.loop = asyncio.new_event_loop()
         self._wakeup: tuple[socket.socket, socket.socket] | None = None
+        self._no_wakeup = False  # the loop cannot watch a socket
 
-    def wakeup_fd(self) -> int:
+    def wakeup_fd(self) -> int | None:
         """The file descriptor for `signal.set_wakeup_fd` while this loop runs a step: a signal writes a byte there,
-        which wakes the loop even when the signal came just before it went to sleep in ``select()``."""
-        if self._wakeup is None:
+        which wakes the loop even when the signal came just before it went to sleep in ``select()``. None for a loop
+        that cannot watch a socket (``add_reader``), such as the Proactor loop on Windows, which sets its own."""
+        if self._wakeup is None and not self._no_wakeup:
             import socket
 
             reader, writer = socket.socketpair()
             reader.setblocking(False)
             writer.setblocking(False)
-            self.loop.add_reader(reader.fileno(), _drain, reader)
+            try:
+                self.loop.add_reader(reader.fileno(), _drain, reader)
+            except NotImplementedError:
+                reader.close()
+                writer.close()
+                self._no_wakeup = True
+                return None
             self._wakeup = (reader, writer)
-        return self._wakeup[1].fileno()
+        return None if self._wakeup is None else self._wakeup[1].fileno()
 
     def close(self) -> None:
         _close_loop(self.loop)
@@ -260,10 +268,12 @@ def _run(holder: _ThreadLoop, awaitable: Awaitable[T], outer: _Between | None = 
         try:
             signal.signal(signal.SIGINT, on_sigint)
             handler = on_sigint
-            wakeup = signal.set_wakeup_fd(holder.wakeup_fd(), warn_on_full_buffer=False)
-            if wakeup != -1:  # someone else's (a GUI toolkit, asyncio's signal handlers): theirs stays
-                signal.set_wakeup_fd(wakeup)
-                wakeup = None
+            ours = holder.wakeup_fd()
+            if ours is not None:
+                wakeup = signal.set_wakeup_fd(ours, warn_on_full_buffer=False)
+                if wakeup != -1:  # someone else's (a GUI toolkit, asyncio's signal handlers): theirs stays
+                    signal.set_wakeup_fd(wakeup)
+                    wakeup = None
         except ValueError:  # not the main interpreter
             handler = None
     try:

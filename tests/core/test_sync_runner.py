@@ -87,6 +87,44 @@ def test_ctrl_c_during_a_sync_call_logs_the_partial_answer_then_raises(how: str,
     assert (failure.content, failure.error.type) == ("Once upon a time", "interrupted")
 
 
+NO_READER_LOOPS = """
+import asyncio
+
+class NoReaders(asyncio.SelectorEventLoop):
+    \"\"\"A loop that cannot watch a socket, as Windows' Proactor loop.\"\"\"
+
+    def add_reader(self, fd, callback, *args):
+        raise NotImplementedError
+
+class Policy(asyncio.DefaultEventLoopPolicy):
+    _loop_factory = NoReaders
+
+asyncio.set_event_loop_policy(Policy())
+"""
+
+
+@pytest.mark.parametrize("how", ["prompt", "stream"])
+def test_ctrl_c_works_on_a_loop_that_cannot_watch_a_socket(how: str, tmp_path: Path) -> None:
+    """The wakeup socket needs ``add_reader``; without it (the Proactor loop on Windows, an event-loop policy's own
+    loops) the sync API runs as before instead of failing on every call."""
+    script = tmp_path / "slow.py"
+    script.write_text(NO_READER_LOOPS + SLOW_MODEL, encoding="utf-8")
+    url = f"sqlite://{tmp_path / 'store.db'}"
+    process = subprocess.Popen(
+        [sys.executable, str(script), how, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "STALLED\n"
+    process.send_signal(signal.SIGINT)
+    try:
+        out, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        pytest.fail(f"the process did not stop after Ctrl-C; stdout {out!r}, stderr {err!r}")
+    assert (process.returncode, out.splitlines(), err) == (0, ["KeyboardInterrupt", "still works"], "")
+
+
 DROPPED_CTRL_C = """
 import signal, sys, weakref
 from threadline import llm
