@@ -3,7 +3,7 @@ and Ctrl-C delivered as the cancellation of the running turn.
 
 Each thread that calls the sync API (``prompt()``, ``for text in builder.stream()``…) gets a private event loop,
 reused across its calls, so the connection pools made on it (httpx) stay valid from one call to the next. When the
-thread ends, its loop is closed, and with it the pools the cached models opened on it: a holder object kept in a
+thread ends, its loop is closed, and with it the pools the cached models opened on it: an object kept only in a
 thread-local is finalised by the ending thread, and closes them there. Loops of threads still alive at
 interpreter exit are closed then. So a program that calls ``prompt()`` from many short-lived threads keeps no
 loop, socket or pool of a finished thread.
@@ -67,8 +67,7 @@ def in_event_loop() -> bool:
 
 
 class _ThreadLoop:
-    """One thread's private loop. Only the thread-local refers to it (the exit handler's set is weak), so it is
-    finalised — and the loop closed — when its thread ends.
+    """One thread's private loop, closed when its thread ends (by `_ThreadEnd`) or at interpreter exit.
 
     On the main thread it also holds the socket pair that wakes the loop when a signal arrives (`wakeup_fd`)."""
 
@@ -108,8 +107,20 @@ class _ThreadLoop:
                 end.close()
             self._wakeup = None
 
+
+class _ThreadEnd:
+    """Closes a thread's loop when the thread ends. Only the thread-local refers to it (the exit handler's set holds
+    the loops weakly), so it is finalised as the thread ends. The loop's holder itself may outlive the thread: the
+    frames of a sync call refer to it, and a kept exception keeps those frames (in a reference cycle, which the
+    garbage collector finalises in any order, the loop's own sockets first)."""
+
+    __slots__ = ("holder",)
+
+    def __init__(self, holder: _ThreadLoop) -> None:
+        self.holder = holder
+
     def __del__(self) -> None:
-        self.close()
+        self.holder.close()
 
 
 def _drain(reader: socket.socket) -> None:
@@ -122,13 +133,14 @@ def _drain(reader: socket.socket) -> None:
 
 
 def _thread_loop() -> _ThreadLoop:
-    holder: _ThreadLoop | None = getattr(_local, "holder", None)
-    if holder is None or holder.loop.is_closed():
+    end: _ThreadEnd | None = getattr(_local, "end", None)
+    if end is None or end.holder.loop.is_closed():
         holder = _ThreadLoop()
-        _local.holder = holder
+        _local.end = _ThreadEnd(holder)
         with _loops_lock:
             _loops.add(holder)
-    return holder
+        return holder
+    return end.holder
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
