@@ -30,6 +30,12 @@ with reasoning on: each answer carries a reasoning item with a summary and about
 the second request sends back before its function call; the floor is a hand loop over httpx that sends the very same
 two requests (target <= 1.1x).
 
+Every round is measured twice on threadline's side, interleaved with the floor: with ``get_weather`` as written (a
+sync function, which threadline runs on a worker thread so that a hung tool can be timed out and left behind; the
+hand loop calls it inline) and with an async function of the same name, docstring and signature (the same requests
+byte for byte, run on the event loop by both). The second table is that one; the difference between the two is the
+worker-thread hop, whose bare cost ``bench_core.py`` reports.
+
 Run: ``python bench/bench_http.py [--reps 300] [--warmup 50] [--real-reps 30] [--no-real-server]``.
 """
 
@@ -407,6 +413,21 @@ def get_weather(city: str) -> str:
     return f"22 C and sunny in {city}"
 
 
+def _async_twin() -> Any:
+    """``get_weather`` as an async function with the same name, docstring and signature, so its tool schema (and
+    so every request) is byte-for-byte the same: the rows with it show the round without the worker-thread hop that
+    every sync tool takes (a sync tool runs off the event loop, so a hung one can be timed out and abandoned)."""
+
+    async def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        return f"22 C and sunny in {city}"
+
+    return get_weather
+
+
+get_weather_async = _async_twin()
+
+
 def _floor_tool(arguments: str) -> str:
     return get_weather(**json.loads(arguments))
 
@@ -714,18 +735,24 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
     results = []
     for label, model, stream, url, floor, key in cases:
         thinking = floor is floor_anthropic_thinking
-        base = llm.model(model).tools(get_weather)
-        builder = (base.reasoning(budget_tokens=2_048) if thinking else base).request(QUESTION)
-        if model is responses:
-            builder = builder.reasoning(effort="low")
+        builders = []
+        for tool in (get_weather, get_weather_async):
+            base = llm.model(model).tools(tool)
+            builder = (base.reasoning(budget_tokens=2_048) if thinking else base).request(QUESTION)
+            builders.append(builder.reasoning(effort="low") if model is responses else builder)
 
-        async def ours(builder: Any = builder, stream: bool = stream) -> str:
+        async def ours(builder: Any = builders[0], stream: bool = stream) -> str:
+            return str(await builder.prompt_async(stream=stream))
+
+        async def ours_async(builder: Any = builders[1], stream: bool = stream) -> str:
             return str(await builder.prompt_async(stream=stream))
 
         # Capture threadline's first request so the floor sends exactly the same payload.
         await ours()
         captured = (await client.get(f"{root}/__last")).json()
         first = json.loads(captured[key])
+        await ours_async()
+        assert json.loads((await client.get(f"{root}/__last")).json()[key]) == first, "the async twin's request differs"
         kind = "anthropic" if isinstance(model, AnthropicModel) else "openai"
         floor_client = httpx.AsyncClient(headers=headers[kind])
 
@@ -744,19 +771,17 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
             assert _same_items(second, json.loads(captured_floor[final_key]))
         ours_final = None
         for _ in range(warmup):
+            await ours_async()
             await ours()
             await theirs()
         ours_final = (await client.get(f"{root}/__last")).json()[final_key]
-        ours_times: list[float] = []
-        floor_times: list[float] = []
+        times: dict[Any, list[float]] = {ours: [], ours_async: [], theirs: []}
+        orders = ((ours, ours_async, theirs), (theirs, ours, ours_async), (ours_async, theirs, ours))
         for rep in range(reps):
-            # Alternate which side goes first so neither always runs on a warmer cache.
-            if rep % 2:
-                floor_times.append(await _time(theirs))
-                ours_times.append(await _time(ours))
-            else:
-                ours_times.append(await _time(ours))
-                floor_times.append(await _time(theirs))
+            # Rotate which side goes first so none always runs on a warmer cache.
+            for side in orders[rep % 3]:
+                times[side].append(await _time(side))
+        ours_times, async_times, floor_times = times[ours], times[ours_async], times[theirs]
         await floor_client.aclose()
         results.append(
             {
@@ -767,6 +792,10 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
                 "threadline_p95_ms": p95(ours_times) * 1000,
                 "ratio_median": median(ours_times) / median(floor_times),
                 "ratio_p95": p95(ours_times) / p95(floor_times),
+                "async_tool_median_ms": median(async_times) * 1000,
+                "async_tool_p95_ms": p95(async_times) * 1000,
+                "async_tool_ratio_median": median(async_times) / median(floor_times),
+                "async_tool_ratio_p95": p95(async_times) / p95(floor_times),
                 "second_request_bytes": len(ours_final or ""),
                 "target": THINKING_TARGET if thinking else RESPONSES_TARGET if model is responses else TARGET,
             }
@@ -909,10 +938,10 @@ def measure_import(runs: int) -> dict[str, float]:
     return {name: statistics.median(values) * 1000 for name, values in times.items()}
 
 
-def _verdict(row: dict[str, Any]) -> str:
+def _verdict(row: dict[str, Any], prefix: str = "") -> str:
     """Met when both the median and the p95 are within the target; otherwise which of them is not."""
-    median_met = row["ratio_median"] <= row["target"]
-    p95_met = row["ratio_p95"] <= row["target"]
+    median_met = row[f"{prefix}ratio_median"] <= row["target"]
+    p95_met = row[f"{prefix}ratio_p95"] <= row["target"]
     if median_met and p95_met:
         return f"<= {row['target']}x: met"
     missed = " and ".join(name for name, met in (("median", median_met), ("p95", p95_met)) if not met)
@@ -961,6 +990,23 @@ def main() -> None:
         f"Tool round trip (2 requests), {args.reps} reps after {args.warmup} warm-up, server in a separate process",
         ["case", "floor ms", "threadline ms", "ratio", "floor p95", "threadline p95", "ratio p95", "target"],
         rows,
+    )
+    print_table(
+        "The same rounds, same run, with an async tool of the same schema (no worker-thread hop; see _async_twin)",
+        ["case", "floor ms", "threadline ms", "ratio", "floor p95", "threadline p95", "ratio p95", "target"],
+        [
+            [
+                r["case"],
+                r["floor_median_ms"],
+                r["async_tool_median_ms"],
+                r["async_tool_ratio_median"],
+                r["floor_p95_ms"],
+                r["async_tool_p95_ms"],
+                r["async_tool_ratio_p95"],
+                _verdict(r, "async_tool_"),
+            ]
+            for r in results
+        ],
     )
     real: list[dict[str, Any]] = []
     if not args.no_real_server:
