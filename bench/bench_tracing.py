@@ -3,9 +3,15 @@
 Each figure is the engine's cost per tool round: a `Conversation` turn of ten tool rounds (a sync tool) and a final
 answer on a `ScriptedModel`, divided by ten — the workload of ``bench_generate.py``'s engine row. Measured:
 
-1. **uninstrumented, main** — the same turns on another checkout's code (``--baseline SRC``, by default
-   ``/work/main/src`` when it exists), in a subprocess: what a turn cost before the tracing hooks existed;
-2. **uninstrumented** — this checkout, nothing instrumented (target: within noise of 1, i.e. <= 1.05x of main);
+1. **uninstrumented, before tracing** — the same turns on the code of the commit before the tracing hooks came in
+   (the parent of the first commit that added ``src/threadline/tracing``, extracted with ``git archive`` into a
+   temporary directory), in a subprocess: what a turn cost before the hooks existed. ``--baseline SRC`` (a ``src``
+   directory) or ``--baseline REV`` (a git revision) measures against another;
+2. **uninstrumented** — this checkout, nothing instrumented (target: within noise of 1, i.e. <= 1.05x of that).
+   Between two processes the timing noise of this machine is of that size (the same code against itself gave
+   1.07), so the two are also compared by the CPU instructions a tool round executes, counted with valgrind's
+   callgrind (the same count on every run, whatever else the machine does): the target is judged on that count
+   when valgrind is there, on the timing otherwise;
 3. **instrumented, no-op tracer** — ``threadline.instrument`` with OpenTelemetry's ``NoOpTracerProvider``: what
    threadline's own hooks cost (span objects that record nothing, contexts made current), without the SDK;
 4. **instrumented** — ``threadline.instrument(tracer_provider=…)`` with the OpenTelemetry SDK's ``TracerProvider``
@@ -21,18 +27,21 @@ the two configurations' figures in the same batch, so a disturbance (or a lucky 
 batch weighs on both sides of that batch's ratio alike; a ratio of two lowest batches would compare moments that may
 lie a minute apart. The ratio of the lowest batches is printed beside it.
 
-Run: python bench/bench_tracing.py [--quick] [--baseline SRC]
+Run: python bench/bench_tracing.py [--quick] [--baseline SRC|REV]
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import io
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -149,27 +158,91 @@ def measure_elsewhere(src: str, turns: int) -> float:
     return value
 
 
+def before_tracing() -> str:
+    """The revision before the tracing hooks: the parent of the first commit that added ``src/threadline/tracing``."""
+    added = subprocess.run(
+        ["git", "log", "--diff-filter=A", "--format=%H", "--", "src/threadline/tracing"],
+        cwd=BENCH.parent,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    if not added:
+        raise RuntimeError("no commit adds src/threadline/tracing in this checkout's history")
+    return f"{added[-1]}^"
+
+
+def baseline_source(spec: str | None, into: str) -> tuple[str, str]:
+    """The ``src`` directory to measure the baseline on, and how to name it: ``spec`` itself when it is one, else
+    the revision ``spec`` (by default the one before tracing) extracted into ``into``."""
+    if spec and (Path(spec) / "threadline" / "__init__.py").exists():
+        return spec, spec
+    revision = spec or before_tracing()
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", revision, "src"], cwd=BENCH.parent, check=True, capture_output=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", revision], cwd=BENCH.parent, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return str(Path(into) / "src"), f"{commit}" + (" (before tracing)" if spec is None else "")
+
+
+def instructions_per_round(src: str, turns: int = 20) -> float | None:
+    """CPU instructions per uninstrumented tool round with the checkout at ``src``, counted by callgrind: a run of
+    ``turns + 1`` turns less a run of one (so imports and warm-up cancel out), divided by the rounds. None without
+    valgrind."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return None
+    counts = []
+    for n in (1, turns + 1):
+        done = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--callgrind-out-file=/dev/null",
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--measure-off",
+                str(n),
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": src},
+            timeout=1200,
+            check=True,
+        )
+        counts.append(int(done.stderr.split("Collected : ")[1].split()[0]))
+    return (counts[1] - counts[0]) / (turns * ROUNDS)
+
+
 def main() -> None:
-    args = sys.argv[1:]
+    with tempfile.TemporaryDirectory(prefix="bench-tracing-baseline-") as into:
+        run(sys.argv[1:], into)
+
+
+def run(args: list[str], into: str) -> None:
     if "--measure-off" in args:  # the subprocess side of measure_elsewhere
         print(json.dumps(measure(["off"], int(args[args.index("--measure-off") + 1]), 1)["off"][0]))
         return
     from _common import print_table, record
 
     quick = "--quick" in args
-    baseline = args[args.index("--baseline") + 1] if "--baseline" in args else "/work/main/src"
-    if not (Path(baseline) / "threadline" / "__init__.py").exists():
-        baseline = ""
+    baseline, baseline_name = baseline_source(
+        args[args.index("--baseline") + 1] if "--baseline" in args else None, into
+    )
     here = str(BENCH.parent / "src")
     turns, batches = (10, 4) if quick else (20, 12)
 
-    # Uninstrumented, here and on main: each in a fresh process (main cannot be imported beside this checkout),
-    # alternating, so both see the same machine.
-    versus: dict[str, list[float]] = {"main": [], "here": []}
-    if baseline:
-        for _ in range(batches // 2):
-            versus["main"].append(measure_elsewhere(baseline, turns * 2))
-            versus["here"].append(measure_elsewhere(here, turns * 2))
+    # Uninstrumented, here and on the baseline: each in a fresh process (the baseline cannot be imported beside
+    # this checkout), alternating, so both see the same machine.
+    versus: dict[str, list[float]] = {"baseline": [], "here": []}
+    for _ in range(batches // 2):
+        versus["baseline"].append(measure_elsewhere(baseline, turns * 2))
+        versus["here"].append(measure_elsewhere(here, turns * 2))
     # Instrumented against uninstrumented, in one process, batch by batch.
     runs = measure(["off", "noop", "on", "content"], turns, batches)
 
@@ -183,12 +256,35 @@ def main() -> None:
         return statistics.median(a / b for a, b in zip(series[mode], series[base], strict=True))
 
     rows: list[list[Any]] = []
-    off_ratio = paired("here", "main") if baseline else None
-    if off_ratio is not None:
-        rows.append(["uninstrumented, main (own process)", us["main"], "-", "-", "-", "-"])
-        best = us["here"] / us["main"]
-        met = off_ratio <= TARGET_OFF
-        rows.append(["uninstrumented, this branch (own process)", us["here"], off_ratio, best, TARGET_OFF, met])
+    off_ratio = paired("here", "baseline")
+    instructions = {"baseline": instructions_per_round(baseline), "here": instructions_per_round(here)}
+    counted = instructions["baseline"] is not None and instructions["here"] is not None
+    instruction_ratio = instructions["here"] / instructions["baseline"] if counted else None  # type: ignore[operator]
+    rows.append(["uninstrumented, baseline (own process)", us["baseline"], "-", "-", "-", "-"])
+    best = us["here"] / us["baseline"]
+    timing_met = off_ratio <= TARGET_OFF
+    judged = "instructions" if counted else "timing"
+    rows.append(
+        [
+            "uninstrumented, this checkout (own process)",
+            us["here"],
+            off_ratio,
+            best,
+            TARGET_OFF,
+            "(next row)" if counted else timing_met,
+        ]
+    )
+    if counted:
+        rows.append(
+            [
+                "  same, CPU instructions per round (callgrind)",
+                f"{instructions['here']:,.0f} vs {instructions['baseline']:,.0f}",
+                instruction_ratio,
+                "-",
+                TARGET_OFF,
+                instruction_ratio <= TARGET_OFF,  # type: ignore[operator]
+            ]
+        )
     on_ratio = paired("on", "off")
     noop_ratio = paired("noop", "off")
     content_ratio = paired("content", "off")
@@ -203,13 +299,19 @@ def main() -> None:
         rows,
     )
     noise = statistics.median(runs["off"]) / min(runs["off"]) - 1
-    where = f"main = {baseline}" if baseline else "no baseline checkout found (--baseline SRC)"
-    print(f"noise: the median uninstrumented batch is {noise:.1%} above the best one; {where}")
+    print(f"noise: the median uninstrumented batch is {noise:.1%} above the best one; baseline = {baseline_name}")
     record(
         "bench_tracing",
         {
             "us_per_round": us,
-            "this_branch_vs_main": {"ratio": off_ratio, "target": TARGET_OFF, "baseline": baseline or None},
+            "this_checkout_vs_baseline": {
+                "ratio": off_ratio,
+                "instructions_per_round": instructions,
+                "instruction_ratio": instruction_ratio,
+                "judged_on": judged,
+                "target": TARGET_OFF,
+                "baseline": baseline_name,
+            },
             "instrumented_vs_uninstrumented": {"ratio": on_ratio, "target": TARGET_ON},
             "noop_vs_uninstrumented": {"ratio": noop_ratio},
             "content_vs_uninstrumented": {"ratio": content_ratio},
