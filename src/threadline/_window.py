@@ -142,14 +142,15 @@ def select_window(
         else:
             if kind is AssistantMessage:
                 if message.error is not None:  # type: ignore[union-attr]
-                    # Sent as its partial text ending in an [LLM_ERROR …] block: "continue" resumes from it.
+                    # Sent as its partial text ending in an [LLM_ERROR …] block: "continue" resumes from it. Its
+                    # thinking stays in the log only: cut off, it is sent to no provider (and without the error, an
+                    # adapter could no longer tell that it came from a failed call).
                     message = AssistantMessage(
                         id=message.id,
                         created_at=message.created_at,
                         meta=message.meta,
                         content=content_for_model(message),  # type: ignore[arg-type]
                         model=message.model,  # type: ignore[union-attr]
-                        reasoning=message.reasoning,  # type: ignore[union-attr]
                     )
                 elif message.content is None:
                     explicit.append(DroppedMessage(message.id, "empty"))

@@ -16,7 +16,7 @@ from threadline.models.openai import OpenAIModel
 
 from .conftest import make_openai
 from .llama_server import LLAMA_CPP_MODEL
-from .servers import ToolUse
+from .servers import Cut, ToolUse
 from .servers.compatible import REFUSED, REQUIRED, FakeCompatible, Thinking
 
 R1 = "DeepSeek-R1-Distill-Qwen-1.5B"  # the fallback profile: thinking is read, nothing is sent back
@@ -124,6 +124,31 @@ async def test_deepseek_gets_the_thinking_of_tool_calling_turns_back_as_its_thin
         assert caught.value.status == 400 and REQUIRED.rstrip(".") in str(caught.value)
         await model.aclose()
         await dropping.aclose()
+
+
+async def test_thinking_a_cut_stream_had_sent_is_never_sent_back(server: FakeCompatible) -> None:
+    """A failed call's thinking stays in the log only, even for a server whose profile sends thinking back. Before,
+    the context window turned the failure into its ``[LLM_ERROR …]`` text without the error, so the adapter could
+    no longer tell it had failed, and deepseek-reasoner got the cut-off thought as ``reasoning_content``."""
+    model = make_openai(server, "deepseek-reasoner", max_retries=0)
+    server.add(Cut(Thinking("9.8 is greater.", reasoning=THOUGHT), after=4))  # the role chunk, then some thinking
+    conversation = llm.model(model).request("9.11 or 9.8?").prompt_conversation(stream=True)
+    with pytest.raises(ModelError):
+        await run(conversation)
+    failed = conversation.messages[-1]
+    assert isinstance(failed, AssistantMessage) and failed.error is not None
+    [partial] = failed.reasoning
+    assert partial.text and THOUGHT.startswith(partial.text) and partial.text != THOUGHT
+
+    server.add(Thinking("9.8.", reasoning="Again: 1 < 8."))
+    await run(conversation.continuation.request("Go on.").prompt_conversation())
+    await model.aclose()
+    body = server.bodies[-1]
+    assert sent_reasoning(body) == []
+    assert partial.text not in str(body)
+    [replayed] = [message for message in body["messages"] if message["role"] == "assistant"]
+    assert replayed["content"].startswith("[LLM_ERROR type=")  # the failure itself is still sent, as text
+    conversation.messages.validate()
 
 
 async def test_thinking_of_other_families_is_never_sent_even_with_the_option_on(server: FakeCompatible) -> None:
