@@ -23,7 +23,16 @@ def get_weather(city: str) -> str:
 
 @pytest.mark.parametrize("stream", [True, False])
 @pytest.mark.parametrize(
-    ("name", "effort"), [("gpt-5.4", None), ("gpt-5.2-2025-12-11", None), ("gpt-5.6-sol", "none"), ("gpt-5.6", "none")]
+    ("name", "effort"),
+    [
+        ("gpt-5.4", None),
+        ("gpt-5.2-2025-12-11", None),
+        ("gpt-5.3-codex", None),
+        ("gpt-5.6-sol", "none"),
+        ("gpt-5.6", "none"),
+        ("gpt-5.7", "none"),
+        ("gpt-5.10", "none"),
+    ],
 )
 async def test_a_tool_loop_runs(openai_server: FakeOpenAI, name: str, effort: str | None, stream: bool) -> None:
     model = make_openai(openai_server, name)
@@ -51,7 +60,7 @@ async def test_without_tools_the_effort_asked_for_is_sent(openai_server: FakeOpe
     assert "reasoning_effort" not in openai_server.bodies[1]  # the model's own default, with no tools to refuse
 
 
-@pytest.mark.parametrize("name", ["gpt-5.4", "gpt-5.5", "gpt-5.6-terra"])
+@pytest.mark.parametrize("name", ["gpt-5.4", "gpt-5.5", "gpt-5.6-terra", "gpt-5.3-codex", "gpt-5.7", "gpt-5.10"])
 async def test_reasoning_with_tools_is_refused_before_sending(openai_server: FakeOpenAI, name: str) -> None:
     model = make_openai(openai_server, name)
     try:
@@ -64,8 +73,9 @@ async def test_reasoning_with_tools_is_refused_before_sending(openai_server: Fak
     assert openai_server.bodies == []
 
 
-async def test_earlier_models_take_both(openai_server: FakeOpenAI) -> None:
-    model = make_openai(openai_server, "gpt-5-mini")
+@pytest.mark.parametrize("name", ["gpt-5-mini", "gpt-5.1"])
+async def test_earlier_models_take_both(openai_server: FakeOpenAI, name: str) -> None:
+    model = make_openai(openai_server, name)
     openai_server.add(Answer(tool_calls=(PARIS,)), Answer("22 C."))
     try:
         text = await llm.model(model).tools(get_weather).reasoning(effort="low").request("Weather?").prompt_async()

@@ -19,6 +19,7 @@ whatever the base URL is.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -212,15 +213,7 @@ _OPENAI: tuple[ModelProfile, ...] = (
     _reasoning("o3", images=True, context=200_000),
     _reasoning("o3-mini", images=False, context=200_000),
     _reasoning("o4-mini", images=True, context=200_000),
-    _reasoning("gpt-5", images=True, context=400_000),
-    # From GPT-5.2 on, Chat Completions refuses reasoning_effort on a request with function tools ("Function tools
-    # with reasoning_effort are not supported for gpt-5.4 in /v1/chat/completions. Please use /v1/responses
-    # instead."); GPT-5.6 applies a default effort, so it refuses tools unless the request says "none" (its error
-    # text: "To use function tools, use /v1/responses or set reasoning_effort to 'none'").
-    _reasoning("gpt-5.2", images=True, context=400_000, effort_with_tools="refused"),
-    _reasoning("gpt-5.4", images=True, context=400_000, effort_with_tools="refused"),
-    _reasoning("gpt-5.5", images=True, context=400_000, effort_with_tools="refused"),
-    _reasoning("gpt-5.6", images=True, context=400_000, effort_with_tools="none"),
+    _reasoning("gpt-5", images=True, context=400_000),  # GPT-5.2 and later: `_gpt5_point_release`
     # Open reasoning families served by compatible servers, where the server takes ``reasoning_effort``. gpt-oss
     # (vLLM, Ollama, llama-server) takes low/medium/high. DeepSeek's API takes it in thinking mode (low, high, max;
     # medium is read as high) and requires the thinking of tool-calling turns back (its thinking-mode guide; the
@@ -347,11 +340,31 @@ def _match(model: str, table: tuple[ModelProfile, ...], fallback: ModelProfile) 
     return best
 
 
+# From GPT-5.2 on, Chat Completions refuses reasoning_effort on a request with function tools ("Function tools with
+# reasoning_effort are not supported for gpt-5.4 in /v1/chat/completions. Please use /v1/responses instead."), and
+# from GPT-5.6 on, which applies a default effort, it refuses tools unless the request says "none" (its error text:
+# "To use function tools, use /v1/responses or set reasoning_effort to 'none'"). Matched by the release number, so
+# gpt-5.3-codex and releases newer than this table (gpt-5.7, gpt-5.10) get the rule of their place in that order,
+# not the plain gpt-5 profile that a prefix match would give them.
+_GPT5_POINT = re.compile(r"gpt-5\.(\d+)(?!\d)")
+
+
+@functools.lru_cache(maxsize=64)
+def _gpt5_point_release(name: str) -> ModelProfile | None:
+    match = _GPT5_POINT.match(name)
+    if match is None or int(match.group(1)) < 2:
+        return None
+    release = int(match.group(1))
+    effort_with_tools: Literal["refused", "none"] = "none" if release >= 6 else "refused"
+    return _reasoning(f"gpt-5.{release}", images=True, context=400_000, effort_with_tools=effort_with_tools)
+
+
 def openai_profile(model: str) -> ModelProfile:
     """The profile of an OpenAI (or OpenAI-compatible) model name, e.g. ``"gpt-4o-mini"``."""
-    if _GPT5_CHAT.match(model.rsplit("/", 1)[-1].lower()):
+    name = model.rsplit("/", 1)[-1].lower()
+    if _GPT5_CHAT.match(name):
         return _GPT5_CHAT_PROFILE
-    return _match(model, _OPENAI, _OPENAI_FALLBACK)
+    return _gpt5_point_release(name) or _match(model, _OPENAI, _OPENAI_FALLBACK)
 
 
 def anthropic_profile(model: str) -> ModelProfile:

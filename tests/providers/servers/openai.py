@@ -39,19 +39,22 @@ LLAMA_CPP_PYTHON = frozenset({"repeat_names", "reject_null_content", "tool_choic
 
 def _effort_with_tools(body: dict[str, Any]) -> Status | None:
     """OpenAI's rule for GPT-5.2 and later on Chat Completions: no ``reasoning_effort`` on a request with function
-    tools (400, the API's own text); GPT-5.6 applies a default effort, so there tools need an explicit ``"none"``."""
+    tools (400, the API's own text); GPT-5.6 and later apply a default effort, so there tools need an explicit
+    ``"none"``."""
     model = str(body.get("model", "")).rsplit("/", 1)[-1]
     if not body.get("tools") or re.match(r"gpt-5(\.\d+)*-chat", model):
         return None
     effort = body.get("reasoning_effort")
-    if model.startswith("gpt-5.6"):
+    point = re.match(r"gpt-5\.(\d+)(?!\d)", model)
+    release = int(point.group(1)) if point else 0  # 0: gpt-5 itself, or not GPT-5
+    if release >= 6:
         if effort == "none":
             return None
         message = (
             f"Function tools with reasoning_effort are not supported for {model} in /v1/chat/completions. To use "
             "function tools, use /v1/responses or set reasoning_effort to 'none'."
         )
-    elif model.startswith(("gpt-5.2", "gpt-5.4", "gpt-5.5")) and effort is not None:
+    elif release >= 2 and effort is not None:
         message = (
             f"Function tools with reasoning_effort are not supported for {model} in /v1/chat/completions. Please "
             "use /v1/responses instead."
