@@ -230,18 +230,159 @@ async def test_cancelling_a_turn_ends_its_spans_as_interrupted(spans: Spans) -> 
         await task
     assert_failed(spans.one("chat scripted"), "interrupted")
     assert_failed(spans.one("invoke_agent threadline"), "interrupted")
+    assert attributes(spans.one("invoke_agent threadline"))["threadline.turn.stop_reason"] == "interrupted"
     # The log says the same: the failure it recorded has the type the span names.
     failure = conversation.messages[-1]
     assert isinstance(failure, AssistantMessage) and failure.error is not None
     assert failure.error.type == "interrupted"
 
 
-def test_a_failed_model_call_records_the_logged_error_type(spans: Spans) -> None:
+@pytest.mark.parametrize("content", [False, True])
+def test_a_failed_model_call_records_the_logged_error_type(spans: Spans, content: bool) -> None:
+    spans.instrument(include_content=content)
     with pytest.raises(ModelError):
         llm.model(ScriptedModel([ModelError("slow down", type="rate_limit", status=429)])).request("Hi").prompt()
     chat = spans.one("chat scripted")
     assert_failed(chat, "rate_limit")
-    assert chat.status.description == "slow down"
+    assert attributes(chat)["http.response.status_code"] == 429
+    # The error's text is the server's, which may quote the request: content. Without content, type and status.
+    assert chat.status.description == ("slow down" if content else "rate_limit (HTTP 429)")
+    turn = spans.one("invoke_agent threadline")
+    assert_failed(turn, "rate_limit")
+    assert turn.status.description == ("slow down" if content else "rate_limit (HTTP 429)")
+    assert attributes(turn)["threadline.turn.stop_reason"] == "error"
+
+
+PASSWORD = "hunter2-very-secret"
+
+
+def login(user: str, password: str) -> str:
+    """Log in."""
+    return f"logged in as {user}"
+
+
+def quoting(password: str) -> str:
+    """A pydantic validation error as vLLM answers a request it refuses: it quotes the message it refused."""
+    return (
+        "1 validation error: {'type': 'string_type', 'loc': ('body', 'messages', 2, 'content'), 'msg': 'Input "
+        "should be a valid string', 'input': {'role': 'assistant', 'tool_calls': [{'function': {'name': 'login', "
+        f"""'arguments': '{{"user": "bob", "password": "{password}"}}'}}}}]}}}}"""
+    )
+
+
+@pytest.mark.parametrize("content", [False, True])
+async def test_a_server_error_quoting_the_request_is_content_and_masks_its_secrets(
+    spans: Spans, server: FakeOpenAI, model: OpenAIModel, content: bool
+) -> None:
+    spans.instrument(include_content=content)
+    arguments = json.dumps({"user": "bob", "password": PASSWORD})
+    server.add(
+        Answer(tool_calls=(ToolUse("login", arguments, id="k1"),)),
+        Status(500, {"error": {"message": f"upstream failed on {quoting(PASSWORD)}", "type": "server_error"}}),
+        Status(400, {"error": {"message": quoting(PASSWORD), "type": "BadRequestError"}}),
+    )
+    with pytest.raises(ModelError) as info:
+        await llm.model(model).tools(login).request("Log me in").prompt_async(max_retries=1)
+    assert info.value.type == "bad_request" and PASSWORD in str(info.value)  # the server did quote it
+
+    text = spans.text()
+    assert PASSWORD not in text
+    _, failed = spans.named("chat gpt-4o-mini")
+    assert_failed(failed, "bad_request")
+    assert attributes(failed)["http.response.status_code"] == 400
+    [retry] = failed.events
+    assert dict(retry.attributes or {})["http.response.status_code"] == 500
+    turn = spans.one("invoke_agent threadline")
+    assert_failed(turn, "bad_request")
+    if content:
+        for description in (failed.status.description or "", turn.status.description or ""):
+            assert "rejected the request (HTTP 400)" in description
+            assert """"password": "***"}""" in description
+        assert """"password": "***"}""" in str(dict(retry.attributes or {})["threadline.retry.message"])
+    else:
+        assert failed.status.description == "bad_request (HTTP 400)"
+        assert turn.status.description == "bad_request (HTTP 400)"
+        assert "threadline.retry.message" not in dict(retry.attributes or {})
+        assert "validation error" not in text and "upstream failed" not in text
+
+
+async def test_a_server_error_cut_inside_a_secret_masks_the_part_that_is_left(
+    spans: Spans, server: FakeOpenAI, model: OpenAIModel
+) -> None:
+    spans.instrument(include_content=True)
+    arguments = json.dumps({"user": "bob", "password": PASSWORD})
+    # The transport keeps 400 characters of a server's text: this one is cut ten characters into the password.
+    message = "invalid input: " + "." * (390 - len("invalid input: ")) + PASSWORD + " and more"
+    server.add(
+        Answer(tool_calls=(ToolUse("login", arguments, id="k1"),)),
+        Status(400, {"error": {"message": message, "type": "BadRequestError"}}),
+    )
+    with pytest.raises(ModelError) as info:
+        await llm.model(model).tools(login).request("Log me in").prompt_async()
+    assert PASSWORD[:10] + "…" in str(info.value)
+    assert PASSWORD[:10] not in spans.text()
+    _, failed = spans.named("chat gpt-4o-mini")
+    assert (failed.status.description or "").endswith(".***…")
+
+
+async def test_a_turn_cancelled_during_a_tool_says_it_was_interrupted(spans: Spans) -> None:
+    started = asyncio.Event()
+
+    async def slow(seconds: float) -> str:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(seconds)
+        return "done"
+
+    model = ScriptedModel([call("slow", seconds=30.0), "Done."])
+    conversation = Conversation(config=ConversationConfig(model=model, tools=[slow]))
+    conversation.add(UserMessage(content="Wait"))
+
+    async def drive() -> None:
+        async for _ in conversation.run():
+            pass
+
+    task = asyncio.ensure_future(drive())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    turn = spans.one("invoke_agent threadline")
+    assert_failed(turn, "interrupted")
+    assert attributes(turn)["threadline.turn.stop_reason"] == "interrupted"
+    assert_failed(spans.one("execute_tool slow"), "interrupted")
+
+
+async def test_a_turn_its_caller_leaves_before_the_answer_says_it_was_interrupted(spans: Spans) -> None:
+    model = ScriptedModel([call("get_time"), "Noon."])
+
+    def get_time() -> str:
+        """The time."""
+        return "noon"
+
+    conversation = Conversation(config=ConversationConfig(model=model, tools=[get_time]))
+    conversation.add(UserMessage(content="Time?"))
+    steps = conversation.run()
+    async for message in steps:
+        assert isinstance(message, AssistantMessage) and message.tool_calls
+        break  # the caller stops reading with the call unanswered
+    await steps.aclose()
+    turn = spans.one("invoke_agent threadline")
+    assert turn.status.status_code == StatusCode.UNSET  # leaving is no error
+    assert attributes(turn)["threadline.turn.stop_reason"] == "interrupted"
+
+
+async def test_a_turn_its_caller_leaves_after_the_answer_ended(spans: Spans) -> None:
+    conversation = Conversation(config=ConversationConfig(model=ScriptedModel(["Noon."])))
+    conversation.add(UserMessage(content="Time?"))
+    steps = conversation.run()
+    async for message in steps:
+        assert isinstance(message, AssistantMessage) and message.content == "Noon."
+        break  # the answer was the turn's last message
+    await steps.aclose()
+    turn = spans.one("invoke_agent threadline")
+    assert turn.status.status_code == StatusCode.UNSET
+    assert attributes(turn)["threadline.turn.stop_reason"] == "end"
 
 
 async def test_a_store_failure_while_logging_a_failed_call_still_closes_its_spans(spans: Spans) -> None:

@@ -16,6 +16,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
 import threadline
+from tests.providers.servers import FakeResponses
 from threadline import (
     AssistantMessage,
     Conversation,
@@ -30,6 +31,7 @@ from threadline import (
     open_store,
 )
 from threadline.errors import ModelError
+from threadline.models.openai_responses import OpenAIResponsesModel
 from threadline.runs import Node, Run
 from threadline.testing import ScriptedModel
 
@@ -386,3 +388,21 @@ async def test_a_run_left_after_its_first_message_ends_its_workflow_span_without
     await steps.aclose()
     workflow = spans.one("invoke_workflow threadline.run")
     assert workflow.status.status_code == StatusCode.UNSET
+
+
+async def test_a_model_on_openais_responses_api_is_provider_openai_on_the_responses_api(spans: Spans) -> None:
+    with FakeResponses() as server:
+        server.reply("Hi there.")
+        model = OpenAIResponsesModel("gpt-4.1-mini", base_url=server.base_url, api_key="sk-test-1234567890")
+        try:
+            assert await llm.model(model).request("Hello").prompt_async() == "Hi there."
+        finally:
+            await model.aclose()
+    turn = spans.one("invoke_agent threadline")
+    chat = spans.one("chat gpt-4.1-mini")
+    for span in (turn, chat):
+        # The conventions' name of the provider (gen_ai.provider.name has no value per API); the API is ours.
+        assert attributes(span)["gen_ai.provider.name"] == "openai"
+        assert attributes(span)["threadline.api"] == "responses"
+        assert attributes(span)["gen_ai.request.model"] == "gpt-4.1-mini"
+    assert attributes(chat)["gen_ai.operation.name"] == "chat"

@@ -36,7 +36,10 @@ def instrument(tracer_provider: Any = None, include_content: bool = False) -> No
             ``opentelemetry.trace.set_tracer_provider`` or an OpenTelemetry distro).
         include_content: Also record the messages sent and received, tool arguments and results (the
             conventions' opt-in ``gen_ai.input.messages`` / ``gen_ai.output.messages`` and
-            ``gen_ai.tool.call.*``). API keys, secret-named tool arguments and key-shaped text are masked either way.
+            ``gen_ai.tool.call.*``), and the error texts of failed model calls and tools (a server's may quote the
+            request; without content a failed model call is described by its error type and HTTP status). API keys,
+            key-shaped text and the values of secret-named tool arguments, wherever they are repeated, are masked
+            either way.
 
     Raises:
         UserError: when ``opentelemetry-api`` is not installed.

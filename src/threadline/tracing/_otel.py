@@ -6,11 +6,16 @@ Names and attributes follow OpenTelemetry's GenAI semantic conventions (``gen-ai
 
 - a turn is an ``invoke_agent threadline`` span (INTERNAL): ``gen_ai.operation.name=invoke_agent``,
   ``gen_ai.agent.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.conversation.id``, the turn's
-  summed ``gen_ai.usage.*``; a `Run` wraps its nodes' turns in one ``invoke_workflow threadline.run`` span;
+  summed ``gen_ai.usage.*``, ``threadline.turn.rounds`` and ``threadline.turn.stop_reason`` (the `TurnResult`'s:
+  ``end``, ``max_tool_rounds``, ``error``; ``interrupted`` for a turn cancelled, interrupted or left by its caller
+  before it answered); a `Run` wraps its nodes' turns in one ``invoke_workflow threadline.run`` span;
 - each model call is a ``chat <model>`` span (CLIENT) under its turn: provider, request and response model, request
   settings, ``server.address``/``server.port``, ``gen_ai.usage.input_tokens``/``output_tokens``/
   ``reasoning.output_tokens``, ``gen_ai.response.finish_reasons``; each retry of the HTTP transport is an event
-  ``threadline.retry`` on it; a failed call ends in ERROR with ``error.type`` = the type the log records;
+  ``threadline.retry`` on it; a failed call ends in ERROR with ``error.type`` = the type the log records (and
+  ``http.response.status_code`` when there was one);
+- ``gen_ai.provider.name`` is the conventions' name of the provider (``openai`` for both of OpenAI's APIs; a model
+  on the Responses API adds ``threadline.api=responses``);
 - each tool call is an ``execute_tool <name>`` span (INTERNAL) under its turn, current while the tool runs (so an
   `agent_tool`'s sub-conversation, whose turn starts in it, is its child): ``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``, ``gen_ai.tool.type``; a call that fails (an exception, a timeout, bad arguments, an
@@ -19,9 +24,14 @@ Names and attributes follow OpenTelemetry's GenAI semantic conventions (``gen-ai
   ``mcp.method.name=tools/call`` and the transport, as ``mcp.md`` asks of an outer instrumentation.
 
 Content (``gen_ai.input.messages``, ``gen_ai.output.messages``, ``gen_ai.tool.definitions``,
-``gen_ai.tool.call.arguments``/``result``, and a failed tool's message as its status description) is recorded only
-with ``include_content=True``, as JSON strings, scrubbed (`threadline.tracing.content`). Error texts of model calls
-are the log's own, which the transport has already redacted; they are scrubbed again here.
+``gen_ai.tool.call.arguments``/``result``, a failed tool's message and a failed model call's error text, which a
+server may fill with the request it refused, as status descriptions and retry events'
+``threadline.retry.message``) is recorded only with ``include_content=True``, as JSON strings, scrubbed
+(`threadline.tracing.content`): each turn keeps the secret values it has seen (secret-named tool arguments in its
+log, its requests and its answers, secret-named parameters' defaults; a sub-conversation's turn also those of the
+turn that called it) and masks them in every span it writes. Without content, a failed model call is described by
+its error type and HTTP status only. Error texts of model calls are the log's own, which the transport has already
+redacted of keys; they are scrubbed again here.
 
 Turn spans are never made "current" across the yields of `run_turn` (an async generator: its caller's code runs
 between them, in the same context); children name their turn as parent explicitly. A model call's and a tool
@@ -31,6 +41,7 @@ call's spans are current only while the call runs, within one step of the turn.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -40,23 +51,22 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
-from ..errors import ThreadlineError
+from ..errors import ModelError, OutputValidationError, ThreadlineError
 from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
 from ..tools import execute_tool_call
 from .content import (
+    Secrets,
     answer_messages,
     dumps,
     input_messages,
     output_messages,
     scrub,
-    secret_values,
     tool_arguments,
     tool_definitions,
 )
 
 if TYPE_CHECKING:
     from ..engine import TurnOptions, TurnResult
-    from ..errors import ModelError
     from ..messages import LLMError, Usage
     from ..models.base import Model, ModelRequest, ModelResponse
     from ..tools import Tool
@@ -88,16 +98,24 @@ TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
 TOOL_RESULT = "gen_ai.tool.call.result"
 WORKFLOW_NAME = "gen_ai.workflow.name"
 ERROR_TYPE = "error.type"
+HTTP_STATUS = "http.response.status_code"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
+API = "threadline.api"
+STOP_REASON = "threadline.turn.stop_reason"
 
 AGENT = "threadline"
 WORKFLOW = "threadline.run"
 RETRY_EVENT = "threadline.retry"
+INTERRUPTED = "interrupted"
 
-# The span of the model call and of the tool call running in this context (for retries and MCP attributes).
-_current_chat: ContextVar[Span | None] = ContextVar("threadline_chat_span", default=None)
-_current_tool: ContextVar[Span | None] = ContextVar("threadline_tool_span", default=None)
+# threadline's provider names that are not the conventions' (gen_ai.provider.name), with the API they name.
+_PROVIDERS = {"openai-responses": ("openai", "responses")}
+
+# The model call and the tool call running in this context (for retries, MCP attributes and the secrets a
+# sub-conversation's turn inherits).
+_current_chat: ContextVar[_Chat | None] = ContextVar("threadline_chat_span", default=None)
+_current_tool: ContextVar[tuple[Span, _Turn] | None] = ContextVar("threadline_tool_span", default=None)
 
 
 class OtelTracer:
@@ -116,13 +134,15 @@ class OtelTracer:
 
     # -- hooks.Tracer --------------------------------------------------------------------------------------------
     def turn(self, host: Any, model: Model, options: TurnOptions) -> _Turn:
-        provider, model_id = _provider(model)
+        provider, api, model_id = _provider(model)
         attributes: dict[str, Any] = {
             OPERATION: "invoke_agent",
             PROVIDER: provider,
             AGENT_NAME: AGENT,
             REQUEST_MODEL: model_id,
         }
+        if api is not None:
+            attributes[API] = api
         conversation_id = getattr(host, "id", None) or getattr(host, "conversation_id", None)
         if isinstance(conversation_id, str):
             attributes[CONVERSATION_ID] = conversation_id
@@ -133,29 +153,40 @@ class OtelTracer:
             attributes["threadline.run.id"] = meta.run_id
             if meta.node_id:
                 attributes["threadline.run.node_id"] = meta.node_id
+        secrets: Secrets | None = None
+        turn_input: list[Message] | None = None
         if self.include_content:
-            _content(attributes, INPUT_MESSAGES, lambda: input_messages(_request_of_turn(host.messages)))
+            # Every secret the log holds, and those of the tool call this turn runs in (an agent_tool's): the turn's
+            # input is written when it ends, masked with every secret the turn has seen by then.
+            caller = _current_tool.get()
+            secrets = Secrets(caller[1].secrets if caller is not None else None)
+            log = list(host.messages)
+            secrets.add_messages(log)
+            turn_input = _request_of_turn(log)
         span = self.tracer.start_span(f"invoke_agent {AGENT}", kind=SpanKind.INTERNAL, attributes=attributes)
-        return _Turn(self, span, model, conversation_id)
+        return _Turn(self, span, model, conversation_id, secrets, turn_input)
 
     def retry(self, attempt: int, error: ModelError, delay: float) -> None:
-        span = _current_chat.get()
-        if span is None:
+        chat = _current_chat.get()
+        if chat is None:
             return
         attributes: dict[str, Any] = {
             ERROR_TYPE: error.type,
             "threadline.retry.attempt": attempt,
             "threadline.retry.delay_s": round(delay, 3),
-            "threadline.retry.message": scrub(error.message),
         }
+        secrets = chat.secrets
+        if secrets is not None:  # the server's text may quote the request: content
+            attributes["threadline.retry.message"] = scrub(error.message, secrets.forms)
         if error.status is not None:
-            attributes["http.response.status_code"] = error.status
-        span.add_event(RETRY_EVENT, attributes)
+            attributes[HTTP_STATUS] = error.status
+        chat.span.add_event(RETRY_EVENT, attributes)
 
     def mcp_call(self, tool_name: str, transport: str, url: str | None) -> None:
-        span = _current_tool.get()
-        if span is None:
+        current = _current_tool.get()
+        if current is None:
             return
+        span = current[0]
         span.set_attribute("mcp.method.name", "tools/call")
         span.set_attribute("network.transport", transport)
         if url:
@@ -189,7 +220,8 @@ class OtelTracer:
                 yield message
         except BaseException as exc:
             if not isinstance(exc, GeneratorExit):  # GeneratorExit: the caller stopped reading
-                _fail(span, _error_type(exc), _error_text(exc))
+                secrets = _log_secrets(run.conversation) if self.include_content else None
+                _fail(span, _error_type(exc), _error_text(exc, secrets))
             raise
         finally:
             if not finished:
@@ -205,17 +237,37 @@ class _Turn:
     """One turn's span and what its children need (`hooks.TurnSpan`).
 
     The attributes every model call and tool call of the turn share are worked out once, when the turn starts:
-    a turn of many rounds pays for them once.
+    a turn of many rounds pays for them once. With content, ``secrets`` are the secret values the turn has seen so
+    far (see `Secrets`); None without.
     """
 
-    __slots__ = ("_chat", "_conversation_id", "_model", "_owner", "_parent", "content", "span", "usage_reported")
+    __slots__ = (
+        "_chat",
+        "_conversation_id",
+        "_input",
+        "_model",
+        "_owner",
+        "_parent",
+        "secrets",
+        "span",
+        "usage_reported",
+    )
 
-    def __init__(self, owner: OtelTracer, span: Span, model: Model, conversation_id: str | None) -> None:
+    def __init__(
+        self,
+        owner: OtelTracer,
+        span: Span,
+        model: Model,
+        conversation_id: str | None,
+        secrets: Secrets | None,
+        turn_input: list[Message] | None,
+    ) -> None:
         self._owner = owner
         self.span = span
         self._parent = trace.set_span_in_context(span)
         self.usage_reported = False  # a turn whose model reports no usage shows none (not zero tokens)
-        self.content = owner.include_content
+        self.secrets = secrets
+        self._input = turn_input
         self._model = model
         self._conversation_id = conversation_id
         self._chat = _chat_attributes(model, conversation_id)
@@ -226,12 +278,7 @@ class _Turn:
             self._chat = _chat_attributes(model, self._conversation_id)
         attributes = self._chat
         settings = request.settings
-        if (
-            settings.max_tokens is not None
-            or settings.temperature is not None
-            or request.response_format is not None
-            or self.content
-        ):
+        if settings.max_tokens is not None or settings.temperature is not None or request.response_format is not None:
             attributes = dict(attributes)
             if settings.max_tokens is not None:
                 attributes[REQUEST_MAX_TOKENS] = settings.max_tokens
@@ -239,10 +286,20 @@ class _Turn:
                 attributes[REQUEST_TEMPERATURE] = settings.temperature
             if request.response_format is not None:
                 attributes[OUTPUT_TYPE] = "json"
-            if self.content:
-                _content(attributes, INPUT_MESSAGES, lambda: input_messages(request.messages))
+        secrets = self.secrets
+        if secrets is not None:
+            # The secrets of everything sent, known before the call (a retry's error text may quote any of it);
+            # the messages themselves are written when the call ends, when its answer's are known too.
+            attributes = dict(attributes)
+            try:
+                found: list[str] = []
                 if request.tools:
-                    _content(attributes, TOOL_DEFINITIONS, lambda: tool_definitions(request.tools))
+                    attributes[TOOL_DEFINITIONS] = dumps(tool_definitions(request.tools, found))
+                secrets.add(found)
+                secrets.add_messages(request.messages)
+            except Exception:  # tracing never fails a turn; a call whose secrets are not all known shows no content
+                attributes.pop(TOOL_DEFINITIONS, None)
+                secrets = None
         model_id = attributes[REQUEST_MODEL]
         # A model in this process (llama.cpp) is INTERNAL, one behind an API a CLIENT, as gen-ai-spans.md says.
         kind = SpanKind.INTERNAL if attributes[PROVIDER] == "local" else SpanKind.CLIENT
@@ -250,7 +307,9 @@ class _Turn:
         # Current while the call runs: HTTP client spans of other instrumentations nest under it, and the
         # transport's retries find it.
         token = otel_context.attach(trace.set_span_in_context(span, self._parent))
-        return _Chat(self, span, model_id, token, _current_chat.set(span))
+        chat = _Chat(self, span, model_id, token, request, secrets)
+        chat.var = _current_chat.set(chat)
+        return chat
 
     async def execute_tool(
         self, call: ToolCall, tools: Mapping[str, Tool], default_timeout: float | None
@@ -260,14 +319,20 @@ class _Turn:
         tool = tools.get(call.name)
         if tool is not None and tool.description:
             attributes[TOOL_DESCRIPTION] = tool.description
-        content = self.content
-        if content:
-            _content(attributes, TOOL_ARGUMENTS, lambda: tool_arguments(call))
+        secrets = self.secrets
+        if secrets is not None:
+            try:
+                secrets.add_calls((call,))  # known already from the answer that made the call; this costs little
+            except Exception:
+                secrets = None
+            else:
+                forms = secrets.forms
+                _content(attributes, TOOL_ARGUMENTS, lambda: tool_arguments(call, forms))
         span = self._owner.tracer.start_span(
             f"execute_tool {call.name}", context=self._parent, kind=SpanKind.INTERNAL, attributes=attributes
         )
         token = otel_context.attach(trace.set_span_in_context(span, self._parent))
-        current = _current_tool.set(span)
+        current = _current_tool.set((span, self))
         errors: list[str] = []
         try:
             message = await execute_tool_call(call, tools, default_timeout, on_error=errors.append)
@@ -276,10 +341,10 @@ class _Turn:
             raise
         else:
             if message.is_error:
-                why = scrub(message.content, secret_values([call])) if content else None
+                why = scrub(message.content, secrets.forms) if secrets is not None else None
                 _fail(span, errors[0] if errors else "_OTHER", why)
-            elif content:
-                span.set_attribute(TOOL_RESULT, scrub(message.content, secret_values([call])))
+            elif secrets is not None:
+                span.set_attribute(TOOL_RESULT, scrub(message.content, secrets.forms))
             return message
         finally:
             _current_tool.reset(current)
@@ -288,34 +353,47 @@ class _Turn:
 
     def end(self, result: TurnResult, error: BaseException | None) -> None:
         span = self.span
-        attributes: dict[str, Any] = {
-            "threadline.turn.stop_reason": result.stop_reason,
-            "threadline.turn.rounds": result.rounds,
-        }
+        attributes: dict[str, Any] = {STOP_REASON: _stop_reason(result, error), "threadline.turn.rounds": result.rounds}
         if self.usage_reported:
             _usage(attributes, result.usage)
-        if self.content:
+        secrets = self.secrets
+        if secrets is not None:
+            try:
+                secrets.add_messages(result.new_messages)
+            except Exception:
+                secrets = None
+        if secrets is not None:
+            forms = secrets.forms
+            turn_input = self._input
+            if turn_input is not None:
+                _content(attributes, INPUT_MESSAGES, lambda: input_messages(turn_input, forms))
             answers = [m for m in result.new_messages if isinstance(m, AssistantMessage)]
             if answers:
-                secrets = secret_values(call for answer in answers for call in answer.tool_calls)
-                _content(attributes, OUTPUT_MESSAGES, lambda: answer_messages(answers[-1], secrets))
+                _content(attributes, OUTPUT_MESSAGES, lambda: answer_messages(answers[-1], forms))
         span.set_attributes(attributes)
         if error is not None and not isinstance(error, GeneratorExit):  # GeneratorExit: the caller stopped reading
-            _fail(span, _error_type(error), _error_text(error))
+            _fail(span, _error_type(error), _error_text(error, secrets.forms if secrets is not None else None))
         span.end()
 
 
 class _Chat:
-    """One model call's span (`hooks.ChatSpan`); it ends with `done` or `failed`."""
+    """One model call's span (`hooks.ChatSpan`); it ends with `done` or `failed`.
 
-    __slots__ = ("_model_id", "_token", "_turn", "_var", "span")
+    ``secrets`` are its turn's with content (None without, or when they could not all be known).
+    """
 
-    def __init__(self, turn: _Turn, span: Span, model_id: str, token: object, var: Any) -> None:
+    __slots__ = ("_model_id", "_request", "_token", "_turn", "secrets", "span", "var")
+
+    def __init__(
+        self, turn: _Turn, span: Span, model_id: str, token: object, request: ModelRequest, secrets: Secrets | None
+    ) -> None:
         self._turn = turn
         self.span = span
         self._model_id = model_id
         self._token = token
-        self._var = var
+        self._request = request
+        self.secrets = secrets
+        self.var: Any = None
 
     def done(self, response: ModelResponse) -> None:
         name = response.model
@@ -328,25 +406,51 @@ class _Chat:
         if response.usage is not None:
             self._turn.usage_reported = True
             _usage(attributes, response.usage)
-        if self._turn.content:
-            _content(attributes, OUTPUT_MESSAGES, lambda: output_messages(response))
+        self._messages(attributes, response)
         self.span.set_attributes(attributes)
         self._close()
 
     def failed(self, error: LLMError) -> None:
-        _fail(self.span, error.type, scrub(error.message))
+        # Called while the engine handles the call's exception: a ModelError there has the HTTP status.
+        raised = sys.exc_info()[1]
+        status = raised.status if isinstance(raised, ModelError) and raised.type == error.type else None
+        attributes: dict[str, Any] = {} if status is None else {HTTP_STATUS: status}
+        self._messages(attributes, None)
+        self.span.set_attributes(attributes)
+        secrets = self.secrets
+        # The error's text may quote what was sent (vLLM's 400 quotes the message it refused): content.
+        why = scrub(error.message, secrets.forms) if secrets is not None else _described(error.type, status)
+        _fail(self.span, error.type, why)
         self._close()
 
+    def _messages(self, attributes: dict[str, Any], response: ModelResponse | None) -> None:
+        """With content: what was sent and (``response``) answered, masked with every secret known by now."""
+        secrets = self.secrets
+        if secrets is None:
+            return
+        try:
+            if response is not None:
+                secrets.add_calls(response.tool_calls)
+        except Exception:
+            return
+        forms = secrets.forms
+        request = self._request
+        _content(attributes, INPUT_MESSAGES, lambda: input_messages(request.messages, forms))
+        if response is not None:
+            _content(attributes, OUTPUT_MESSAGES, lambda: output_messages(response, forms))
+
     def _close(self) -> None:
-        _current_chat.reset(self._var)
+        _current_chat.reset(self.var)
         otel_context.detach(self._token)  # type: ignore[arg-type]
         self.span.end()
 
 
 def _chat_attributes(model: Model, conversation_id: str | None) -> dict[str, Any]:
     """The attributes every call of ``model`` in a turn starts with."""
-    provider, model_id = _provider(model)
+    provider, api, model_id = _provider(model)
     attributes: dict[str, Any] = {OPERATION: "chat", PROVIDER: provider, REQUEST_MODEL: model_id}
+    if api is not None:
+        attributes[API] = api
     if conversation_id is not None:
         attributes[CONVERSATION_ID] = conversation_id
     base_url = getattr(model, "base_url", None)
@@ -355,13 +459,15 @@ def _chat_attributes(model: Model, conversation_id: str | None) -> dict[str, Any
     return attributes
 
 
-def _provider(model: Model) -> tuple[str, str]:
-    """``gen_ai.provider.name`` and the model id of a model named ``provider:model`` (or just a name)."""
+def _provider(model: Model) -> tuple[str, str | None, str]:
+    """``gen_ai.provider.name``, the API when threadline's provider name says more than that (``threadline.api``)
+    and the model id of a model named ``provider:model`` (or just a name)."""
     name = model.name if isinstance(model.name, str) else type(model).__name__
     prefix, colon, rest = name.partition(":")
-    if colon and prefix and rest:
-        return prefix, rest
-    return name, name
+    if not (colon and prefix and rest):
+        return name, None, name
+    provider, api = _PROVIDERS.get(prefix, (prefix, None))
+    return provider, api, rest
 
 
 def _request_of_turn(messages: Any) -> list[Message]:
@@ -416,6 +522,51 @@ def _error_type(error: BaseException) -> str:
     return kind if isinstance(kind, str) and kind else type(error).__name__
 
 
-def _error_text(error: BaseException) -> str | None:
-    """Our own errors' texts (redacted where they come from a server); other exceptions are named by type only."""
-    return scrub(str(error)) if isinstance(error, ThreadlineError) else None
+def _error_text(error: BaseException, secrets: tuple[str, ...] | None) -> str | None:
+    """A status description for ``error``: our own errors' texts, scrubbed (with ``secrets`` masked); other
+    exceptions are named by type only.
+
+    ``secrets`` None means no content: a model call's error text, which a server may fill with the request it
+    refused, and a structured output's validation error, which quotes the answer, are then described by their type
+    (and HTTP status) only.
+    """
+    if not isinstance(error, ThreadlineError):
+        return None
+    if secrets is None:
+        if isinstance(error, ModelError):
+            return _described(error.type, error.status)
+        if isinstance(error, OutputValidationError):
+            return type(error).__name__
+        secrets = ()
+    return scrub(str(error), secrets)
+
+
+def _described(error_type: str, status: int | None) -> str:
+    """A failed model call without its text: its type and HTTP status (``bad_request (HTTP 400)``)."""
+    return error_type if status is None else f"{error_type} (HTTP {status})"
+
+
+def _stop_reason(result: TurnResult, error: BaseException | None) -> str:
+    """How the turn ended: its result's stop reason, unless an exception ended it before the engine set one."""
+    if error is None:
+        return result.stop_reason
+    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
+        return INTERRUPTED
+    if result.stop_reason != "end":  # set by the engine: "error" (the model call failed) or "max_tool_rounds"
+        return result.stop_reason
+    # "end" is the result's default; the engine sets it only when the turn ends without an exception. The caller
+    # may stop reading once it has the answer (the turn had ended), or before (it was left unfinished).
+    last = result.new_messages[-1] if result.new_messages else None
+    if isinstance(last, AssistantMessage) and not last.tool_calls and last.error is None:
+        return "end"
+    return INTERRUPTED if isinstance(error, GeneratorExit) else "error"
+
+
+def _log_secrets(conversation: Any) -> tuple[str, ...]:
+    """The secret values in a conversation's log (for a run's error text)."""
+    secrets = Secrets()
+    try:
+        secrets.add_messages(conversation.messages)
+    except Exception:
+        return ()
+    return secrets.forms

@@ -29,7 +29,8 @@ class ChatSpan(Protocol):
         ...
 
     def failed(self, error: LLMError) -> None:
-        """The call failed; ``error`` is what the log records for it."""
+        """The call failed; ``error`` is what the log records for it. Called while the engine handles the exception
+        that ended the call (``sys.exc_info()``: a `ModelError` there also has the HTTP status)."""
         ...
 
 
