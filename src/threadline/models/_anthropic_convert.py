@@ -297,6 +297,7 @@ class _Error(msgspec.Struct):
 
 class _Message(msgspec.Struct):
     content: list[_Block] | None = None
+    model: Any = None  # the model id that answered; read as text only where it is text
     stop_reason: str | None = None
     usage: _Usage | None = None
     error: _Error | None = None
@@ -372,8 +373,10 @@ def _response(
     usage: Any,
     context: WireContext,
     reasoning: list[Reasoning],
+    served: Any = None,
 ) -> ModelResponse:
     content: str | None = "".join(texts) or None
+    response_model = served if isinstance(served, str) and served else None
     calls = []
     real = context.catalog.real
     response_id = context.ids.response_id
@@ -385,6 +388,7 @@ def _response(
                 usage=usage,
                 stop_reason="stop",
                 reasoning=reasoning,
+                response_model=response_model,
             )
         calls.append(ToolCall(id=response_id(call_id), name=real(name), arguments=arguments, raw_arguments=raw))
     return ModelResponse(
@@ -393,6 +397,7 @@ def _response(
         usage=usage,
         stop_reason=_STOP_REASONS.get(stop or "", stop),
         reasoning=reasoning,
+        response_model=response_model,
     )
 
 
@@ -439,7 +444,7 @@ def parse_message(data: bytes | str, context: WireContext) -> ModelResponse:
             raise _unknown_block(kind, index)
     if order is not None:
         order.place(reasoning, bool(texts))
-    return _response(texts, uses, message.stop_reason, _usage(message.usage), context, reasoning)
+    return _response(texts, uses, message.stop_reason, _usage(message.usage), context, reasoning, message.model)
 
 
 def _thought(block: _Block, index: int) -> Reasoning:
@@ -461,7 +466,7 @@ class MessageStream(StreamReader):
     Thinking blocks are put together from ``thinking_delta`` and ``signature_delta``; a redacted one arrives whole.
     """
 
-    __slots__ = ("_input", "_order", "_output", "_thinking", "_thoughts")
+    __slots__ = ("_input", "_model", "_order", "_output", "_thinking", "_thoughts")
     _usage: _Usage | None  # the slot StreamReader keeps, holding this API's usage struct
 
     def __init__(self, context: WireContext) -> None:
@@ -473,6 +478,7 @@ class MessageStream(StreamReader):
         # Thinking blocks by stream index: [part number, text pieces, signature pieces, redacted data].
         self._thoughts: dict[int, list[Any]] = {}
         self._order = ReasoningOrder()
+        self._model: Any = None  # the model id message_start names
 
     def feed(self, event: str, data: str) -> str | ReasoningDelta | None:
         """Take one event; return the text or thinking it adds, if any.
@@ -536,6 +542,7 @@ class MessageStream(StreamReader):
         if kind == "message_start":
             if item.message is not None:
                 self._usage = item.message.usage
+                self._model = item.message.model
             return None
         if kind == "message_stop":
             self.done = True
@@ -597,4 +604,4 @@ class MessageStream(StreamReader):
             usage.input_tokens = self._input
         if usage is not None and self._thinking is not None:
             usage.output_tokens_details = _OutputDetails(thinking_tokens=self._thinking)
-        return _response(self._parts, uses, self._stop, _usage(usage), self._context, reasoning)
+        return _response(self._parts, uses, self._stop, _usage(usage), self._context, reasoning, self._model)

@@ -403,6 +403,7 @@ class _Error(msgspec.Struct):
 
 class _Body(msgspec.Struct):
     choices: list[_Choice] | None = None
+    model: Any = None  # read as text only where it is text: a server's odd value must not cost the answer
     usage: _Usage | None = None
     error: _Error | None = None
 
@@ -523,8 +524,18 @@ def parse_completion(data: bytes | str, context: WireContext) -> ModelResponse:
     reasoning.extend(entries)
     reasoning.extend(signed)
     return ModelResponse(
-        content=content, tool_calls=calls, usage=_usage(body.usage), stop_reason=stop, reasoning=reasoning
+        content=content,
+        tool_calls=calls,
+        usage=_usage(body.usage),
+        stop_reason=stop,
+        reasoning=reasoning,
+        response_model=_served(body.model),
     )
+
+
+def _served(model: Any) -> str | None:
+    """The model id a body names, if it names one as text (compatible servers may send anything there)."""
+    return model if isinstance(model, str) and model else None
 
 
 class ChatStream(StreamReader):
@@ -540,7 +551,7 @@ class ChatStream(StreamReader):
     and its text is shown with the next text (or, when none follows, as the whole answer at the end).
     """
 
-    __slots__ = ("_details", "_held", "_mark", "_signatures", "_thinking")
+    __slots__ = ("_details", "_held", "_mark", "_model", "_signatures", "_thinking")
     _usage: _Usage | None  # the slot StreamReader keeps, holding this API's usage struct
 
     def __init__(self, context: WireContext) -> None:
@@ -551,6 +562,7 @@ class ChatStream(StreamReader):
         self._held = ""  # text of a chunk that also carried thinking, not shown yet
         self._signatures: dict[int, str] = {}  # Gemini's thought signatures, by the index of their call
         self._details = DetailsStream()  # OpenRouter's reasoning_details, which win over plain thinking
+        self._model: Any = None  # the model id the chunks name
 
     def feed(self, event: str, data: str) -> str | ReasoningDelta | None:
         """Take one event; return the text it adds, the thinking it adds, or None.
@@ -566,6 +578,8 @@ class ChatStream(StreamReader):
             raise _error(chunk.error)
         if chunk.usage is not None:
             self._usage = chunk.usage
+        if chunk.model is not None:
+            self._model = chunk.model
         if not chunk.choices:
             return None
         choice = chunk.choices[0]
@@ -680,5 +694,10 @@ class ChatStream(StreamReader):
         reasoning.extend(self._details.pieces())
         reasoning.extend(signed)
         return ModelResponse(
-            content=content, tool_calls=calls, usage=_usage(self._usage), stop_reason=stop, reasoning=reasoning
+            content=content,
+            tool_calls=calls,
+            usage=_usage(self._usage),
+            stop_reason=stop,
+            reasoning=reasoning,
+            response_model=_served(self._model),
         )

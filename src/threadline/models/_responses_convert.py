@@ -283,6 +283,7 @@ class _Incomplete(msgspec.Struct):
 
 class _Response(msgspec.Struct):
     status: str | None = None
+    model: Any = None  # the model id that answered; read as text only where it is text
     output: list[_Item] | None = None
     usage: _Usage | None = None
     error: _Error | None = None
@@ -423,6 +424,7 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
         usage=_usage(response.usage),
         stop_reason=stop,
         reasoning=reasoning,
+        response_model=response.model if isinstance(response.model, str) and response.model else None,
     )
 
 

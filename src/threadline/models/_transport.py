@@ -64,7 +64,12 @@ from .base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, Text
 
 __all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]
 
-_KEY_SHAPED = re.compile(r"\b(sk|key|api)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
+# A token that looks like an API key: sk-, key- or api- (or _) and then a credential's worth of characters, with a
+# digit (or a provider's own * mask) among them, or very long. Words that merely begin so (api_version,
+# api-gateway-service, key_value_store.get) are not keys, and masking them would garble what is recorded.
+_KEY_SHAPED = re.compile(
+    r"\b(sk|key|api)[-_](?:(?=[A-Za-z0-9_\-*.]*[0-9*])[A-Za-z0-9_\-*.]{12,}|[A-Za-z0-9_\-*.]{24,})", re.IGNORECASE
+)
 _USERINFO = re.compile(r"//[^/@\s]+@")
 _ERROR_TYPE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 _RETRY_STATUSES = frozenset({408, 409, 429})

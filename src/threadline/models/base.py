@@ -190,8 +190,12 @@ class ModelResponse(msgspec.Struct):
     """The complete result of one model call; the last event of a stream.
 
     Attributes:
+        model: The name to record on the assistant message, when it is not the `Model`'s own name.
         reasoning: The answer's reasoning pieces, in order, exactly as the provider sent them (signatures and
             opaque data included), for the log.
+        response_model: The model id the provider says produced the answer, where it says one (OpenAI answers a
+            ``gpt-4o-mini`` request as ``gpt-4o-mini-2024-07-18``): tracing's ``gen_ai.response.model``. The log
+            keeps the name the request used.
     """
 
     content: str | None
@@ -200,6 +204,7 @@ class ModelResponse(msgspec.Struct):
     stop_reason: StopReason | None = None
     model: str | None = None
     reasoning: list[Reasoning] = msgspec.field(default_factory=list)
+    response_model: str | None = None
 
 
 ModelEvent: TypeAlias = TextDelta | ReasoningDelta | ModelResponse

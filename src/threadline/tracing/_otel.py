@@ -396,10 +396,13 @@ class _Chat:
         self.var: Any = None
 
     def done(self, response: ModelResponse) -> None:
-        name = response.model
-        if name:
-            _, colon, rest = name.partition(":")
-            name = rest if colon and rest else name
+        # The model the provider says answered (a dated snapshot), else the name the answer is logged under.
+        name = response.response_model
+        if not name:
+            name = response.model
+            if name:
+                _, colon, rest = name.partition(":")
+                name = rest if colon and rest else name
         attributes: dict[str, Any] = {RESPONSE_MODEL: name or self._model_id}
         if response.stop_reason:
             attributes[FINISH_REASONS] = (response.stop_reason,)

@@ -119,6 +119,9 @@ class FakeServer:
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        # The model id every answer names, as the real APIs name a dated snapshot ("gpt-4o-mini-2024-07-18" for a
+        # "gpt-4o-mini" request); None: the model the request asked for.
+        self.snapshot: str | None = None
         self._queue: deque[Any] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -151,7 +151,7 @@ class FakeOpenAI(FakeServer):
             "id": "chatcmpl-" + secrets.token_hex(8),
             "object": "chat.completion",
             "created": CREATED,
-            "model": body.get("model", "gpt-4o-mini"),
+            "model": self.snapshot or body.get("model", "gpt-4o-mini"),
             "choices": [
                 {
                     "index": 0,
@@ -176,7 +176,7 @@ class FakeOpenAI(FakeServer):
             "id": "chatcmpl-" + secrets.token_hex(8),
             "object": "chat.completion.chunk",
             "created": CREATED,
-            "model": body.get("model", "gpt-4o-mini"),
+            "model": self.snapshot or body.get("model", "gpt-4o-mini"),
             "system_fingerprint": "fp_fake",
         }
 

@@ -227,7 +227,7 @@ class FakeResponses(FakeOpenAI):
             "incomplete_details": {"reason": incomplete} if incomplete else None,
             "instructions": body.get("instructions"),
             "max_output_tokens": body.get("max_output_tokens"),
-            "model": body.get("model", "o4-mini"),
+            "model": self.snapshot or body.get("model", "o4-mini"),
             "output": output,
             "parallel_tool_calls": True,
             "previous_response_id": None,
