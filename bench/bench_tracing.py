@@ -10,7 +10,8 @@ answer on a `ScriptedModel`, divided by ten — the workload of ``bench_generate
 2. **uninstrumented** — this checkout, nothing instrumented (target: within noise of 1, i.e. <= 1.05x of that).
    Between two processes the timing noise of this machine is of that size (the same code against itself gave
    1.07), so the two are also compared by the CPU instructions a tool round executes, counted with valgrind's
-   callgrind (the same count on every run, whatever else the machine does): the target is judged on that count
+   callgrind (within about 0.5% from run to run whatever else the machine does: only the hand-offs to the sync
+   tool's worker thread vary): the target is judged on that count
    when valgrind is there, on the timing otherwise;
 3. **instrumented, no-op tracer** — ``threadline.instrument`` with OpenTelemetry's ``NoOpTracerProvider``: what
    threadline's own hooks cost (span objects that record nothing, contexts made current), without the SDK;
