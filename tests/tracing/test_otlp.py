@@ -6,6 +6,7 @@ they exit, after an answer, an error or Ctrl-C; a missing SDK is one clear line.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -224,3 +225,21 @@ def test_a_bad_otlp_url_is_one_line(server: FakeOpenAI, workdir: Path) -> None:
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: the OTLP endpoint must be an http(s) URL"), done.stderr
+
+
+def test_a_receiver_that_is_down_is_one_line_at_the_end_and_the_answer_stands(
+    server: FakeOpenAI, workdir: Path
+) -> None:
+    """Before, the exporter's own warnings came at each retry ("Transient error … retrying in 1.01s", then "Failed to
+    export spans batch…"); now the command answers and says once which spans did not reach which URL."""
+    with socket.socket() as probe:  # a port nothing listens on: the receiver is down
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1/traces"
+    server.add(Answer("Hello!"))
+    done = threadline(
+        "prompt", "-m", "openai:gpt-4o-mini", "--otlp", url, "Hello", cwd=workdir, env=environment(server)
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Hello!"
+    lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("conversation ")]
+    assert lines == [f"threadline: 2 spans could not be sent to {url} (is the receiver running?)"]

@@ -32,14 +32,25 @@ _TRACES_PATH = "/v1/traces"
 class OTLPExport:
     """threadline instrumented with a tracer provider of its own that sends spans to an OTLP/HTTP endpoint.
 
-    `close` (or leaving the ``with`` block) stops tracing and sends what is left before it returns.
+    `close` (or leaving the ``with`` block) stops tracing and sends what is left before it returns; `unsent` then
+    says how many spans the endpoint never took (it was down, say).
+
+    Attributes:
+        url: Where the spans go (None: the exporter's default, ``http://localhost:4318/v1/traces``).
     """
 
-    def __init__(self, provider: Any, flush_timeout: float) -> None:
+    def __init__(self, provider: Any, flush_timeout: float, url: str | None = None, tally: Any = None) -> None:
         self.provider = provider
+        self.url = url
+        self._tally = tally
         self._tracer = hooks.tracer
         self._flush_timeout = flush_timeout
         self._closed = False
+
+    @property
+    def unsent(self) -> int:
+        """How many spans could not be sent so far (each export is retried until the timeout first)."""
+        return int(self._tally.unsent) if self._tally is not None else 0
 
     def close(self) -> None:
         """Stop tracing, send the spans not sent yet (waiting at most the flush timeout), and shut down."""
@@ -86,14 +97,44 @@ def export_otlp(
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
     except ImportError:
         raise UserError(MISSING_SDK) from None
+
+    class Tally(SpanExporter):
+        """The OTLP exporter, counting the spans it could not send."""
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+            self.unsent = 0
+
+        def export(self, spans: Any) -> Any:
+            result = self.inner.export(spans)
+            if result is not SpanExportResult.SUCCESS:
+                self.unsent += len(spans)
+            return result
+
+        def shutdown(self) -> None:
+            self.inner.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            return bool(self.inner.force_flush(timeout_millis))
+
     attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": service_name}
     provider = TracerProvider(resource=Resource.create(attributes))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url, timeout=timeout)))
+    tally = Tally(OTLPSpanExporter(endpoint=url, timeout=timeout))
+    provider.add_span_processor(BatchSpanProcessor(tally))
     instrument(tracer_provider=provider, include_content=include_content)
-    return OTLPExport(provider, timeout)
+    return OTLPExport(provider, timeout, url or _environment_url(), tally)
+
+
+def _environment_url() -> str | None:
+    """The traces URL the standard environment variables name, as the exporter reads them."""
+    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    if traces:
+        return traces
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    return base.rstrip("/") + _TRACES_PATH if base else None
 
 
 def traces_url(endpoint: str | None) -> str | None:
