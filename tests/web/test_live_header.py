@@ -39,3 +39,32 @@ def test_the_header_counts_live_messages_and_their_time(sqlite_store, serve, pag
     sqlite_store.append("live-header", [UserMessage(content="Third?")])
     expect(facts).to_contain_text("5 messages")
     assert page.evaluate("window.__noReload") == "still here"
+
+
+def test_the_header_follows_live_messages_also_on_a_page_opened_far_from_the_end(sqlite_store, serve, page) -> None:
+    """Before, only a page showing the newest messages listened: one opened at the start (``?start=1``) or at a
+    search hit (``?at=``) kept its first count and time, and said nothing of the messages arriving below."""
+    long_ago = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+    info = ConversationInfo(id="far", title="Long", created_at=long_ago, updated_at=long_ago)
+    opening = [UserMessage(content=f"Question {n}?", created_at=long_ago) for n in range(300)]
+    sqlite_store.import_conversations([ImportItem(info, opening)])
+    served = serve(sqlite_store, model=ScriptedModel([]))
+    facts = page.locator(".conv-facts")
+    count = 300
+    for where in ("?start=1", f"?at={opening[20].id}"):
+        page.goto(f"{served.url}/c/far{where}")
+        expect(facts).to_contain_text(f"{count} messages")
+        expect(page.locator("#live-state")).to_have_text("live")
+        sqlite_store.append("far", [AssistantMessage(content="Arrived while reading the start.")])
+        count += 1
+        expect(facts).to_contain_text(f"{count} messages")
+        expect(facts.locator("time")).not_to_contain_text("2024")
+        # The new message is not put after the part shown (the messages between are not loaded): it comes with them.
+        expect(page.locator("#items .msg", has_text="Arrived while reading")).to_have_count(0)
+        arrived = page.locator("#items .msg", has_text="Arrived while reading")
+        for _ in range(40):  # scroll down part by part until the newest messages are loaded
+            page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+            page.wait_for_timeout(250)
+            if arrived.count():
+                break
+        expect(arrived).to_have_count(count - 300)

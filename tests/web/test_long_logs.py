@@ -97,6 +97,17 @@ def test_filters_by_role_tool_and_error(sqlite_store, serve, page) -> None:
     expect(page.locator("details.tool:visible")).to_have_count(0)
     expect(messages).to_have_count(5)  # hidden, not removed
 
+    # Tool calls alone: the calls are an assistant message's, and show without the other roles (before, unticking
+    # "assistant" hid them too, and this showed nothing at all).
+    page.check("#filters input[value=tool]")
+    for role in ("user", "assistant", "failure", "system"):
+        page.uncheck(f"#filters input[value={role}]")
+    expect(page.locator("details.tool:visible")).to_have_count(2)
+    expect(visible).to_have_count(1)
+    expect(page.locator("#filter-status")).to_have_text("showing 1 of the 5 messages loaded")
+    page.check("#filters input[value=assistant]")
+    expect(visible).to_have_count(2)  # the answer's own message comes back
+
 
 def test_the_dense_view_fits_more_and_is_remembered(sqlite_store, serve, page) -> None:
     conv, _ = long_log(sqlite_store)

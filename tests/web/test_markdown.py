@@ -115,3 +115,22 @@ def test_the_export_renders_markdown_the_same_way(sqlite_store, serve, page) -> 
     assert page.locator(".raw-toggle").count() == 0  # nothing interactive in the file
     assert page.locator("a[href^='javascript' i]").count() == 0
     assert page.dialogs == []
+
+
+def test_table_columns_keep_their_alignment_under_the_pages_security_policy(sqlite_store, serve, page) -> None:
+    """markdown-it aligns cells with inline styles, which the viewer's content security policy refuses (Chromium
+    logged one violation per cell and every column was left-aligned); the alignment is a class now."""
+    conv = sqlite_store.create_conversation("Aligned")
+    table = "| name | amount | mark |\n|:--|--:|:-:|\n| tea | 3.50 | x |\n"
+    sqlite_store.append(conv.id, [UserMessage(content="Prices?"), AssistantMessage(content=table, model="m")])
+    served = serve(sqlite_store, model=ScriptedModel([]))
+    refused: list[str] = []
+    page.on(
+        "console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None
+    )
+    page.goto(f"{served.url}/c/{conv.id}")
+    cells = page.locator(".md table tbody td")
+    expect(cells).to_have_count(3)
+    aligned = [cells.nth(n).evaluate("el => getComputedStyle(el).textAlign") for n in range(3)]
+    assert aligned == ["left", "right", "center"]
+    assert refused == []

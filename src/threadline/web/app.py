@@ -209,9 +209,10 @@ async def list_page(viewer: Viewer, request: Request) -> Response:
 # -- the timeline ------------------------------------------------------------------------------------------------
 def _read_part(
     store: Store, cid: str, before: int | None, at: str | None, query: str, start: bool
-) -> tuple[Any, MessagePage, bool, Any, Finding | None, str | None, ForkPoint | None]:
+) -> tuple[Any, MessagePage, bool, int, Any, Finding | None, str | None, ForkPoint | None]:
     """Everything the timeline page needs, read in one worker thread: info, the part, whether it ends at the
-    newest message, the forks, and the matches of ``query`` with the message to open at."""
+    newest message, the newest message's sequence number, the forks, and the matches of ``query`` with the message
+    to open at."""
     info = store.get_conversation(cid)
     finding = None
     if query:
@@ -230,7 +231,12 @@ def _read_part(
         page = store.read_tail(cid, PAGE_SIZE, before=before)
         at_end = before is None or not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
     page = whole_tool_groups(store, cid, page)
-    return info, page, at_end, _forks_of(store, cid), finding, at, fork_point(store, info)
+    if at_end:
+        end_seq = page.last_seq if page.last_seq is not None else -1
+    else:
+        newest = store.read_tail(cid, 1)
+        end_seq = newest.last_seq if newest.last_seq is not None else -1
+    return info, page, at_end, end_seq, _forks_of(store, cid), finding, at, fork_point(store, info)
 
 
 async def timeline_page(viewer: Viewer, request: Request) -> Response:
@@ -239,7 +245,7 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
     at = request.query_params.get("at") or None
     query = " ".join(request.query_params.get("q", "").split())[:500]
     start = bool(request.query_params.get("start"))
-    info, page, at_end, (links, forks), finding, at, point = await in_thread(
+    info, page, at_end, end_seq, (links, forks), finding, at, point = await in_thread(
         _read_part, viewer.store, cid, before, at, query, start
     )
     items = build_items(page.messages, page.seqs, links)
@@ -252,6 +258,7 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
         last_seq=page.last_seq if page.last_seq is not None else -1,
         has_older=page.has_older,
         at_end=at_end,
+        end_seq=end_seq,
         point=point,
         fork_count=len(forks),
         fork_list=forks[:10],

@@ -65,12 +65,30 @@ def _image(renderer: Any, tokens: Sequence[Token], index: int, options: Any, env
     return f'<a href="{escape(source)}" rel="{LINK_REL}" target="_blank">image: {label}</a>'
 
 
+_ALIGNMENTS = {"text-align:left": "align-left", "text-align:center": "align-center", "text-align:right": "align-right"}
+
+
+def _cell_open(renderer: Any, tokens: Sequence[Token], index: int, options: Any, env: Any) -> str:
+    """A table cell aligned by a class, not by the inline style markdown-it writes (the viewer's content security
+    policy allows no inline style, so ``|--:|`` came out left-aligned)."""
+    token = tokens[index]
+    style = token.attrGet("style")
+    if style is not None:
+        token.attrs.pop("style", None)
+        kind = _ALIGNMENTS.get(str(style).replace(" ", ""))
+        if kind is not None:
+            token.attrSet("class", kind)
+    return str(renderer.renderToken(tokens, index, options, env))
+
+
 @cache
 def _parser() -> MarkdownIt:
     parser = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": _highlight})
     parser.enable(["table", "strikethrough"])
     parser.add_render_rule("link_open", _link_open)
     parser.add_render_rule("image", _image)
+    parser.add_render_rule("th_open", _cell_open)
+    parser.add_render_rule("td_open", _cell_open)
     return parser
 
 

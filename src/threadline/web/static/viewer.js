@@ -253,9 +253,26 @@
     }
   }
 
+  // A page opened away from the newest messages (at the start, at a search hit) does not show what arrives (the
+  // messages between are not loaded; they come as the reader scrolls down), but its header still follows it.
+  let watcher = null;
+  function watchHeader() {
+    watcher = new EventSource(`/c/${encodeURIComponent(cid)}/events?after=${Number(timeline.dataset.endSeq)}`);
+    watcher.addEventListener("open", () => { liveState.textContent = "live"; });
+    watcher.addEventListener("error", () => { liveState.textContent = "reconnecting…"; });
+    watcher.addEventListener("message", (event) => {
+      const data = JSON.parse(event.data);
+      if (data.count !== undefined) updateHeader(data.count, data.updated);
+    });
+  }
+
   let source = null;
   function startLive() {
     if (source) return;
+    if (watcher) {
+      watcher.close();
+      watcher = null;
+    }
     source = new EventSource(`/c/${encodeURIComponent(cid)}/events?after=${lastSeq}`);
     source.addEventListener("open", () => { liveState.textContent = "live"; });
     source.addEventListener("error", () => { liveState.textContent = "reconnecting…"; });
@@ -463,6 +480,11 @@
       const kept = groups.filter((group) => !group.classList.contains("filtered-out"));
       const kind = item.dataset.kind;
       let show = kind === "tool" ? kept.length > 0 : roles.has(kind);
+      // An answer's tool calls are "tool calls", not "assistant": with only those, they show without the answer's
+      // own text and thinking.
+      const callsOnly = !show && kind === "assistant" && kept.length > 0;
+      if (callsOnly) show = true;
+      item.classList.toggle("calls-only", callsOnly);
       if (show && tool) show = kept.length > 0;
       if (show && errorsOnly) show = kind === "failure" || kept.length > 0;
       item.classList.toggle("filtered-out", !show);
@@ -603,4 +625,5 @@
     scrollToBottom();
   }
   if (atEnd) startLive();
+  else watchHeader();
 })();
