@@ -125,3 +125,24 @@ def test_only_this_conversations_artifacts_and_messages_are_served(sqlite_store,
         bad_part = http.get(f"/c/{conv.id}/full/{output_id}", params={"part": "x"})
         assert bad_part.status_code == 400 and "part must be an integer" in bad_part.text
         assert http.get(f"/c/{conv.id}/full/{output_id}", params={"part": 9}).status_code == 404
+
+
+def test_the_export_holds_every_character_and_links_nowhere(sqlite_store, serve, page, tmp_path):
+    """The export is a file read away from the viewer: before, it cut a 55,000-character output at 20,000 ("35,000
+    more characters not shown", with nothing to fetch the rest), and its fork links pointed at /c/<id>, which from
+    a file is file:///c/<id>."""
+    output = long_output(55_000)
+    conv = tool_log(sqlite_store, output)
+    fork = sqlite_store.fork_conversation(conv.id, sqlite_store.load(conv.id)[0].id)
+    served = serve(sqlite_store, model=ScriptedModel([]))
+    exported = httpx.get(f"{served.url}/c/{conv.id}/export.html").text
+    assert "more characters not shown" not in exported
+    path = tmp_path / "export.html"
+    path.write_text(exported, encoding="utf-8")
+    page.goto(path.as_uri())
+    group = page.locator("details.tool").first
+    group.locator("summary").click()
+    shown = group.locator(".tool-output").inner_text()
+    assert shown.rstrip("\n") == output.rstrip("\n")
+    assert page.locator("a[href^='/']").count() == 0
+    expect(page.locator(".fork-link")).to_contain_text(fork.id)

@@ -442,7 +442,8 @@ async def export_json(viewer: Viewer, request: Request) -> Response:
 def _export_items(viewer: Viewer, cid: str) -> tuple[Any, list[Item]]:
     info = viewer.store.get_conversation(cid)
     messages = list(viewer.store.load(cid))
-    return info, build_items(messages, list(range(len(messages))), _forks_of(viewer.store, cid)[0])
+    # Whole texts: the file is read away from the viewer, where nothing could fetch what a cut left out.
+    return info, build_items(messages, list(range(len(messages))), _forks_of(viewer.store, cid)[0], limit=None)
 
 
 async def export_html(viewer: Viewer, request: Request) -> Response:

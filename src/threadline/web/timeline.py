@@ -108,11 +108,11 @@ class ThoughtView:
     provider: str | None
 
 
-def thought_views(message: AssistantMessage) -> list[ThoughtView]:
-    """The reasoning pieces of an assistant message, for the timeline."""
+def thought_views(message: AssistantMessage, limit: int | None = TEXT_LIMIT) -> list[ThoughtView]:
+    """The reasoning pieces of an assistant message, for the timeline (texts cut at ``limit``, None: whole)."""
     views: list[ThoughtView] = []
     for piece in message.reasoning:
-        text, cut = _cut(piece.text)
+        text, cut = _cut(piece.text, limit)
         notes: list[str] = []
         if piece.signature is not None:
             notes.append("signed")
@@ -208,10 +208,10 @@ class Item:
         return any(view.result_id == message_id for view in groups)
 
 
-def _cut(text: str | None) -> tuple[str | None, int]:
-    if text is None or len(text) <= TEXT_LIMIT:
+def _cut(text: str | None, limit: int | None = TEXT_LIMIT) -> tuple[str | None, int]:
+    if text is None or limit is None or len(text) <= limit:
         return text, 0
-    return text[:TEXT_LIMIT], len(text) - TEXT_LIMIT
+    return text[:limit], len(text) - limit
 
 
 def format_duration(ms: float | None) -> str | None:
@@ -239,8 +239,9 @@ def _arguments(call: ToolCall) -> tuple[str, str]:
     return one_line, full
 
 
-def tool_view(call: ToolCall | None, result: ToolMessage | None) -> ToolView:
-    """The group of one call and its result (either may be missing: a pending call, a result shown alone)."""
+def tool_view(call: ToolCall | None, result: ToolMessage | None, limit: int | None = TEXT_LIMIT) -> ToolView:
+    """The group of one call and its result (either may be missing: a pending call, a result shown alone); the
+    output is cut at ``limit`` (None: whole)."""
     if call is not None:
         preview, arguments = _arguments(call)
         view = ToolView(call_id=call.id, name=call.name, preview=preview, arguments=arguments)
@@ -250,7 +251,7 @@ def tool_view(call: ToolCall | None, result: ToolMessage | None) -> ToolView:
     if result is not None:
         view.state = "error" if result.is_error else "ok"
         view.duration = format_duration(result.duration_ms)
-        view.output, view.cut = _cut(result.content)
+        view.output, view.cut = _cut(result.content, limit)
         view.result_id = result.id
         view.page_id = page_id_of(result)
         view.duration_ms = result.duration_ms
@@ -272,43 +273,48 @@ def _badges(message: Message) -> list[tuple[str, str]]:
     ]
 
 
-def _item(message: Message, seq: int) -> Item:
+def _item(message: Message, seq: int, limit: int | None) -> Item:
     item = Item(message=message, seq=seq, kind=message.role, badges=_badges(message))
     item.ui_only = not message.meta.include_in_context
     if isinstance(message, UserMessage):
-        item.text, item.cut = _cut(message.content)
+        item.text, item.cut = _cut(message.content, limit)
         item.attachments = [
             f"{a.kind}: {a.name or a.ref or a.url or a.media_type or 'attachment'}" for a in message.attachments
         ]
     elif isinstance(message, SystemMessage):
-        item.text, item.cut = _cut(message.content)
+        item.text, item.cut = _cut(message.content, limit)
     elif isinstance(message, AssistantMessage):
-        item.text, item.cut = _cut(message.content)
+        item.text, item.cut = _cut(message.content, limit)
         if message.error is not None:
             item.kind = "failure"
             item.error = message.error
         item.tools = [tool_view(call, None) for call in message.tool_calls]
         if message.reasoning:
-            item.thoughts = thought_views(message)
+            item.thoughts = thought_views(message, limit)
     elif isinstance(message, ToolMessage):
-        item.standalone = tool_view(None, message)
+        item.standalone = tool_view(None, message, limit)
     return item
 
 
 def build_items(
-    messages: Sequence[Message], seqs: Sequence[int], forks: Mapping[str, list[ForkLink]] | None = None
+    messages: Sequence[Message],
+    seqs: Sequence[int],
+    forks: Mapping[str, list[ForkLink]] | None = None,
+    *,
+    limit: int | None = TEXT_LIMIT,
 ) -> list[Item]:
     """The display items of consecutive log messages: each tool result joins the group of the call it answers
-    when that call is among them, and is shown on its own otherwise."""
+    when that call is among them, and is shown on its own otherwise. Texts are cut at ``limit`` characters (the
+    page offers the rest); None keeps them whole (the export, which has no page to fetch the rest from)."""
     items: list[Item] = []
     groups: dict[str, ToolView] = {}
     for message, seq in zip(messages, seqs, strict=True):
         if isinstance(message, ToolMessage):
             group = groups.get(message.tool_call_id)
             if group is not None and group.result_id is None:
-                group.finish(tool_view(None, message))
+                group.finish(tool_view(None, message, limit))
                 continue
-        item = _item(message, seq)
+        item = _item(message, seq, limit)
         if forks:
             item.forks = list(forks.get(message.id, ()))
         if isinstance(message, AssistantMessage):
