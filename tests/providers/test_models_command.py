@@ -40,6 +40,25 @@ def test_never_prints_a_key_only_that_one_is_set(monkeypatch: pytest.MonkeyPatch
     assert data["default_model"] == "openai:gpt-4.1"
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:1/v1?api_key={key}",
+        "http://127.0.0.1:1/v1?key=AIzaSyD-OTHER-KEY-0123456789",
+        "http://user:{key}@127.0.0.1:1/v1",
+        "http://127.0.0.1:1/{key}/v1",
+    ],
+)
+def test_a_key_in_the_base_url_is_masked(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """Before, a key carried by OPENAI_BASE_URL (as some gateways take it) was printed in the endpoint column."""
+    key = "sk-test-SECRETKEY1234567890"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("OPENAI_BASE_URL", url.format(key=key))
+    output = run() + run("--json")
+    assert key not in output and "SECRETKEY" not in output and "OTHER-KEY" not in output
+    assert "127.0.0.1:1" in output and "***" in output
+
+
 def test_families_lists_capabilities() -> None:
     output = run("--families")
     assert "gpt-4o-mini" in output and "claude-sonnet-4" in output

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import click
 
@@ -23,6 +25,31 @@ _ENDPOINTS = {
     "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
     "openai-responses": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
 }
+
+
+# Query parameters that carry credentials in URLs (``?api_key=…``, Google's ``?key=…``, signed URLs' ``sig``).
+_SECRET_PARAMETER = re.compile(r"(?:^|[-_])(?:key|api[-_]?key|token|secret|password|sig|signature|auth)$", re.I)
+_USERINFO = re.compile(r"//[^/?#@\s]+@")
+
+
+def _shown_url(url: str, keys: tuple[str, ...] = ()) -> str:
+    """``url`` as it may be printed: the given keys, credentials before the host and the values of credential-named
+    query parameters masked (a base URL may carry the key, as ``?api_key=…``)."""
+    for key in keys:
+        if len(key) >= 4:
+            url = url.replace(key, "***")
+    url = _USERINFO.sub("//***@", url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not parts.query:
+        return url
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    masked = [(name, "***" if _SECRET_PARAMETER.search(name) and value else value) for name, value in pairs]
+    if masked == pairs:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(masked, safe="*"), parts.fragment))
 
 
 def provider_status() -> list[dict[str, Any]]:
@@ -41,10 +68,11 @@ def provider_status() -> list[dict[str, Any]]:
             "note": "" if local_ready else "install the 'local' extra: pip install 'threadline[local]'",
         }
     )
+    keys = tuple(value for value in (os.environ.get(name) for name, _, _ in _ENDPOINTS.values()) if value)
     for provider, (key_var, url_var, default_url) in _ENDPOINTS.items():
         has_key = bool(os.environ.get(key_var))
         custom_url = os.environ.get(url_var)
-        url = custom_url or default_url
+        url = _shown_url(custom_url, keys) if custom_url else default_url
         # A custom base URL (a local OpenAI-compatible server) may need no key at all.
         ready = has_key or bool(custom_url)
         if has_key:
