@@ -243,3 +243,31 @@ def test_nested_schema_violation_names_the_path() -> None:
     result, _, _ = run_bad_call(call("report", {"place": {"country": "FR"}}), report)
     assert result.is_error
     assert "place.city: Field required" in result.content
+
+
+def test_a_credential_in_a_tools_exception_is_masked_before_the_log_and_the_model_see_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Before, a tool that failed with a message quoting a key (a URL with ``?api_key=``, an auth header) put the key
+    in the tool result: on the screen, in the store, and in the next request to the model."""
+    key = "abc123-SECRETKEY-from-the-environment"
+    monkeypatch.setenv("WEATHER_API_KEY", key)
+    stray = "sk-proj-AbCdEf0123456789GhIjKl"
+
+    def fetch(city: str) -> str:
+        """Fetch the weather."""
+        raise RuntimeError(f"GET https://weather.example/?q={city}&api_key={key} failed; fallback key {stray}")
+
+    from threadline import open_store
+
+    store = open_store(f"sqlite://{tmp_path / 'log.db'}")
+    model = ScriptedModel([calls(call("fetch", {"city": "Paris"})), "Sorry."])
+    conversation = llm.model(model).tools(fetch).store(store).request("Weather?").prompt_conversation()
+    conversation.run_sync(lambda message: None)
+    result = conversation.messages[2]
+    assert isinstance(result, ToolMessage) and result.is_error
+    assert result.content.startswith("Tool 'fetch' failed: RuntimeError: GET https://weather.example/?q=Paris")
+    stored = store.load(conversation.id).to_json()
+    for text in (result.content, stored, json.dumps([r.messages for r in model.requests], default=str)):
+        assert key not in text and stray not in text
+    store.close()

@@ -34,12 +34,11 @@ and stream ``error`` events are the server's text, and a key there must reach ne
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Protocol
 
@@ -58,22 +57,15 @@ if "httpx" not in sys.modules:
 import httpx
 from httpx_sse import EventSource
 
+from .._masking import mask_secrets, secret_forms
 from ..errors import ModelError
 from ..tracing import hooks as tracing
 from .base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 
-__all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]
+__all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]  # the masking is re-exported
 
-# A token that looks like an API key: sk-, key- or api- (or _) and then a credential's worth of characters, with a
-# digit (or a provider's own * mask) among them, or very long. Words that merely begin so (api_version,
-# api-gateway-service, key_value_store.get) are not keys, and masking them would garble what is recorded.
-_KEY_SHAPED = re.compile(
-    r"\b(sk|key|api)[-_](?:(?=[A-Za-z0-9_\-*.]*[0-9*])[A-Za-z0-9_\-*.]{12,}|[A-Za-z0-9_\-*.]{24,})", re.IGNORECASE
-)
-_USERINFO = re.compile(r"//[^/@\s]+@")
 _ERROR_TYPE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 _RETRY_STATUSES = frozenset({408, 409, 429})
-_MIN_SECRET = 4  # shorter "secrets" would mask ordinary words
 _DETAIL_LIMIT = 400
 _USER_AGENT = "threadline"
 
@@ -85,42 +77,6 @@ class StreamDecoder(Protocol):
     def feed(self, event: str, data: str) -> str | ReasoningDelta | None: ...
 
     def finish(self) -> ModelResponse: ...
-
-
-def secret_forms(secrets: Iterable[str]) -> tuple[str, ...]:
-    """Every form in which a secret could appear in a server's or a library's text, longest first.
-
-    The raw value and its stripped form, each also JSON-escaped, Python-escaped (``repr`` of the text and of its
-    UTF-8 bytes, as in "Illegal header value b'Bearer …\\n'") and URL-encoded.
-    """
-    from urllib.parse import quote, quote_plus
-
-    forms: set[str] = set()
-    for secret in secrets:
-        for value in {secret, secret.strip()}:
-            if len(value) < _MIN_SECRET:
-                continue
-            forms.update(
-                (
-                    value,
-                    json.dumps(value)[1:-1],
-                    json.dumps(value, ensure_ascii=False)[1:-1],
-                    repr(value)[1:-1],
-                    repr(value.encode("utf-8"))[2:-1],
-                    quote(value, safe=""),
-                    quote_plus(value, safe=""),
-                )
-            )
-    return tuple(sorted(forms, key=len, reverse=True))
-
-
-def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with the given secrets (pass `secret_forms`), API-key-shaped tokens and URL credentials masked."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    text = _KEY_SHAPED.sub(lambda match: match.group(1) + "-***", text)
-    return _USERINFO.sub("//***@", text)
 
 
 class Endpoint:

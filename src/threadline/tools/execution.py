@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._masking import environment_secrets, mask_secrets
 from .._text import replace_surrogates_in
 from ..messages import ToolCall, ToolMessage
 from .tool import Tool, ToolArgumentsError
@@ -138,7 +139,10 @@ async def execute_tool_call(
                 if not outcome.ok:
                     if isinstance(outcome.value, KeyboardInterrupt):
                         raise outcome.value
-                    content = f"Tool {call.name!r} failed: {describe_exception(outcome.value)}"
+                    # The exception's text may quote a credential (a URL with its key, a header): masked, as in
+                    # every error threadline shows, before it reaches the log, the screen and the model.
+                    why = mask_secrets(describe_exception(outcome.value), environment_secrets())
+                    content = f"Tool {call.name!r} failed: {why}"
                     kind = type(outcome.value).__name__
                 else:
                     try:

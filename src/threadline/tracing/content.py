@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from .._masking import mask_secrets, secret_forms
 from ..messages import (
     AssistantMessage,
     Message,
@@ -38,7 +39,6 @@ from ..messages import (
     UserMessage,
     answer_parts,
 )
-from ..models._transport import mask_secrets, secret_forms
 from ..models.base import ModelResponse, ToolSpec
 
 __all__ = [

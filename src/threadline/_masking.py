@@ -1,0 +1,72 @@
+"""Masking secrets in text meant for people and logs: API keys given to threadline (in every form a server or a
+library could echo them), anything shaped like an API key, credentials in URLs, and the keys the environment holds.
+
+Light on purpose (no httpx): the turn engine masks tool failure texts with it, and the CLI masks URLs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+
+__all__ = ["environment_secrets", "mask_secrets", "secret_forms"]
+
+# A token that looks like an API key: sk-, key- or api- (or _) and then a credential's worth of characters, with a
+# digit (or a provider's own * mask) among them, or very long. Words that merely begin so (api_version,
+# api-gateway-service, key_value_store.get) are not keys, and masking them would garble what is recorded.
+_KEY_SHAPED = re.compile(
+    r"\b(sk|key|api)[-_](?:(?=[A-Za-z0-9_\-*.]*[0-9*])[A-Za-z0-9_\-*.]{12,}|[A-Za-z0-9_\-*.]{24,})", re.IGNORECASE
+)
+_USERINFO = re.compile(r"//[^/@\s]+@")
+_MIN_SECRET = 4  # shorter "secrets" would mask ordinary words
+# Environment variables whose values are credentials: OPENAI_API_KEY, ANTHROPIC_API_KEY, GITHUB_TOKEN, …
+_SECRET_VARIABLE = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD)$")
+_MIN_ENVIRONMENT_SECRET = 8  # a short value ("1", "true") is a setting, not a credential
+
+
+def secret_forms(secrets: Iterable[str]) -> tuple[str, ...]:
+    """Every form in which a secret could appear in a server's or a library's text, longest first.
+
+    The raw value and its stripped form, each also JSON-escaped, Python-escaped (``repr`` of the text and of its
+    UTF-8 bytes, as in "Illegal header value b'Bearer …\\n'") and URL-encoded.
+    """
+    from urllib.parse import quote, quote_plus
+
+    forms: set[str] = set()
+    for secret in secrets:
+        for value in {secret, secret.strip()}:
+            if len(value) < _MIN_SECRET:
+                continue
+            forms.update(
+                (
+                    value,
+                    json.dumps(value)[1:-1],
+                    json.dumps(value, ensure_ascii=False)[1:-1],
+                    repr(value)[1:-1],
+                    repr(value.encode("utf-8"))[2:-1],
+                    quote(value, safe=""),
+                    quote_plus(value, safe=""),
+                )
+            )
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """``text`` with the given secrets (pass `secret_forms`), API-key-shaped tokens and URL credentials masked."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    text = _KEY_SHAPED.sub(lambda match: match.group(1) + "-***", text)
+    return _USERINFO.sub("//***@", text)
+
+
+def environment_secrets() -> tuple[str, ...]:
+    """The forms (`secret_forms`) of every credential-named environment variable's value (``OPENAI_API_KEY``…)."""
+    values = [
+        value
+        for name, value in os.environ.items()
+        if _SECRET_VARIABLE.search(name.upper()) and len(value.strip()) >= _MIN_ENVIRONMENT_SECRET
+    ]
+    return secret_forms(values) if values else ()
