@@ -351,5 +351,20 @@ def _tools(tools: Iterable[Any] | Mapping[str, Any] | None) -> ResolvedTools:
         if not isinstance(item, (Tool, BaseToolset)):
             # A function becomes its Tool here, where it is known not to be a dynamic provider, so resolving it
             # does not ask that a second time.
-            items[index] = as_tool(item) if callable(item) else Toolset.from_object(item)
+            items[index] = as_tool(item) if callable(item) else _object_tools(item, index)
     return resolve_tools(items)
+
+
+def _object_tools(item: Any, index: int) -> Toolset:
+    """The public methods of an object as a toolset; a value that is no tool at all (None, a number, a tool's name
+    instead of the function) is a `UserError`, not a request offering nothing."""
+    if item is None or isinstance(item, (str, bytes, int, float, bool)):
+        hint = ": pass the function itself, not its name" if isinstance(item, str) else ""
+        raise UserError(
+            f"tool {index} is {type(item).__name__} {item!r:.60}, not a tool{hint} (a function, a Tool, a Toolset, or "
+            "an object whose public methods are tools)"
+        )
+    toolset = Toolset.from_object(item)
+    if not any(True for _ in toolset):
+        raise UserError(f"tool {index}: this {type(item).__name__} object has no public methods to offer as tools")
+    return toolset

@@ -4,6 +4,7 @@ continued, context documents, logging to a store, and bad input refused before a
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -240,3 +241,21 @@ async def test_the_callers_list_is_never_changed() -> None:
     log = MessageList([user("Hi")])
     result = await generate_text(model=ScriptedModel(["Hello"]), messages=log)
     assert len(log) == 1 and len(result.messages) == 2
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        (None, "tool 0 is NoneType None, not a tool"),
+        (42, "tool 0 is int 42, not a tool"),
+        ("get_time", "pass the function itself, not its name"),
+        (object(), "has no public methods to offer as tools"),
+    ],
+)
+def test_a_value_that_is_no_tool_is_a_clear_error(bad: object, says: str) -> None:
+    """Before, None, a number or a bare object became a toolset of nothing (the call ran offering no tools), and a
+    tool's name made str's own methods tools ("cannot read the signature of <built-in method maketrans …>")."""
+    model = ScriptedModel(["unused"])
+    with pytest.raises(UserError, match=re.escape(says)):
+        generate_text_sync(model=model, prompt="What time is it?", tools=[bad])
+    assert model.requests == []
