@@ -250,3 +250,20 @@ def test_prompt_no_log_keeps_nothing(workdir: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
     assert _stored() == []
+
+
+@pytest.mark.parametrize("args", [("prompt", "--cid", "", "Hello."), ("prompt", "--cid", "  ", "Hello.")])
+def test_an_empty_cid_is_refused_and_nothing_is_stored(workdir: Path, args: tuple[str, ...]) -> None:
+    """Before, ``--cid ""`` started a new conversation, as if no id had been given."""
+    done = threadline(*args, cwd=workdir)
+    assert done.returncode == 2
+    assert "an empty id names no conversation" in done.stderr and "Traceback" not in done.stderr
+    assert _stored() == []
+
+
+def test_import_refuses_an_empty_cid(workdir: Path) -> None:
+    (workdir / "log.json").write_text('{"version": "2.0", "messages": []}', encoding="utf-8")
+    done = threadline("import", str(workdir / "log.json"), "--cid", "", cwd=workdir)
+    assert done.returncode == 2
+    assert "an empty id names no conversation" in done.stderr
+    assert _stored() == []

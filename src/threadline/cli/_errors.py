@@ -25,6 +25,13 @@ class CommandError(click.ClickException):
         self.exit_code = exit_code
 
 
+def conversation_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The ``--cid`` options' check: an empty id names no conversation (it used to start a new one silently)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("an empty id names no conversation", ctx=ctx, param=param)
+    return value
+
+
 def friendly_errors(fn: F) -> F:
     """Turn threadline errors (and interrupts) into one line and a non-zero exit, no traceback."""
 

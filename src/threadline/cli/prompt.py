@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._errors import EXIT_USAGE, CommandError, friendly_errors
+from ._errors import EXIT_USAGE, CommandError, conversation_id, friendly_errors
 from .loading import check_tool_choice, load_tool, load_tools, prepare_model, resolve_model
 from .otlp import otlp_option
 from .store_option import open_cli_store, store_option
@@ -102,7 +102,9 @@ _show_reasoning_option = click.option(
 _continue_option = click.option(
     "-c", "--continue", "continue_latest", is_flag=True, help="Continue the most recently updated conversation."
 )
-_cid_option = click.option("--cid", default=None, metavar="ID", help="Continue the conversation with this id.")
+_cid_option = click.option(
+    "--cid", default=None, metavar="ID", callback=conversation_id, help="Continue the conversation with this id."
+)
 _mode_option = click.option(
     "--mode", type=click.Choice(["chat", "agent", "run"]), default=None, help="Switch the conversation's mode."
 )

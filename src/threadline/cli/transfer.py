@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from ..errors import UserError
+from ._errors import conversation_id as check_conversation_id
 from ._errors import friendly_errors
 from .store_option import open_cli_store, store_option
 
@@ -72,7 +73,12 @@ def export(
 
 @click.command("import")
 @click.argument("source", type=click.Path(exists=True, path_type=Path), metavar="FILE|DIR")
-@click.option("--cid", "conversation_id", help="The id of the imported conversation (FILE only; default: a new id).")
+@click.option(
+    "--cid",
+    "conversation_id",
+    callback=check_conversation_id,
+    help="The id of the imported conversation (FILE only; default: a new id).",
+)
 @store_option
 @friendly_errors
 def import_(source: Path, conversation_id: str | None, store_url: str | None) -> None:
