@@ -58,6 +58,19 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="threadline")
 def cli() -> None:
     """threadline: LLM conversations with tools, kept as one log."""
+    _tolerant_output()
+
+
+def _tolerant_output() -> None:
+    """Characters the terminal's encoding cannot show (``PYTHONIOENCODING=latin-1``, an ASCII console) come out as
+    ``?``: printing an answer must not fail, let alone be logged as a failure of the model call it came from."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            try:
+                reconfigure(errors="replace")
+            except (ValueError, OSError):  # a stream that cannot change (detached, closed): left as it is
+                pass
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -32,6 +32,20 @@ def conversation_id(ctx: click.Context, param: click.Parameter, value: str | Non
     return value
 
 
+def silence_stdout() -> None:
+    """Point stdout at the null device, after its reader went away: what is still buffered, and whatever is written
+    later, goes nowhere instead of failing again when Python flushes it at exit."""
+    import os
+    import sys
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # stdout is no file (a test's capture): nothing to redirect
+        pass
+
+
 def friendly_errors(fn: F) -> F:
     """Turn threadline errors (and interrupts) into one line and a non-zero exit, no traceback."""
 
@@ -49,6 +63,10 @@ def friendly_errors(fn: F) -> F:
             raise CommandError(str(exc), EXIT_OTHER) from None
         except KeyboardInterrupt:
             raise CommandError("interrupted", 130) from None
+        except BrokenPipeError:
+            # The reader of stdout went away (`… | head`): nothing more is shown, and that is no error.
+            silence_stdout()
+            return None
         except OSError as exc:
             raise CommandError(str(exc), EXIT_OTHER) from None
 

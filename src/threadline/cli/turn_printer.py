@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
-from ._errors import CommandError
+from ._errors import CommandError, silence_stdout
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -175,12 +175,24 @@ def interrupted(conversation: Conversation | None, continue_with: str) -> Comman
 
 
 def stdout_writer() -> Callable[[str], None]:
-    """Write answer text to stdout as it comes (flushed, so a pipe sees it at once)."""
+    """Write answer text to stdout as it comes (flushed, so a pipe sees it at once).
+
+    When the reader goes away (``… | head``), the rest is not shown, and the turn goes on to its end and is logged
+    whole: a closed pipe is the screen's matter, not a failure of the model call the text came from.
+    """
     stream = sys.stdout
+    gone = False
 
     def write(text: str) -> None:
-        stream.write(text)
-        stream.flush()
+        nonlocal gone
+        if gone:
+            return
+        try:
+            stream.write(text)
+            stream.flush()
+        except BrokenPipeError:
+            gone = True
+            silence_stdout()
 
     return write
 
