@@ -249,6 +249,12 @@ MALFORMED: dict[str, tuple[Any, dict[str, Any], dict[str, str], str]] = {
         {},
         r"tool_calls\[0\]",
     ),
+    "messages missing that the index counts": (
+        [*OLD_INDEX, {"id": "conv-lost", "title": "Lost", "messageCount": 5}],
+        {"conv-old": OLD_MESSAGES},
+        {},
+        r"conv-lost/messages\.json: missing, but .* says the conversation has 5 messages",
+    ),
     "path in an id": ([{"id": "../escape"}], {}, {}, "not usable"),
     "duplicate id": ([{"id": "a"}, {"id": "a"}], {}, {}, "listed twice"),
     "index not a list": ({"conversations": "nope"}, {}, {}, "expected a list of conversations"),

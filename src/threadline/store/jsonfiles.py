@@ -166,6 +166,15 @@ def read_layout(directory: str | os.PathLike[str]) -> list[ImportItem]:
                 messages = _checked(messages_from_file_data(_read_json(messages_file)), str(messages_file))
             except MessageListDeserializationError as exc:
                 raise _in_file(exc, messages_file) from None
+        else:
+            # A conversation without messages may have no file; one the index says has messages must.
+            count = entry.get("messageCount", entry.get("message_count"))
+            if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+                raise MessageListDeserializationError(
+                    f"{messages_file}: missing, but {where} says the conversation has {count} messages; nothing "
+                    "was imported",
+                    position=position,
+                )
         if info.title is None:
             info = dataclasses.replace(info, title=title_of(messages))
         items.append(ImportItem(info=info, messages=messages))
