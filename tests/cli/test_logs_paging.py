@@ -62,6 +62,18 @@ def test_last_offset_limit_and_all(store_url: str, store: Store) -> None:
     assert "question 000" in everything and "answer 029" in everything and "not shown" not in everything
 
 
+def test_an_offset_past_the_end_is_one_clear_line(store_url: str, store: Store) -> None:
+    """Before: exit 0, no message, and "… 40 earlier message(s) not shown (messages 40–39 of 40)"."""
+    conversation_id, _ = long_log(store, turns=10)  # 40 messages
+    for extra in ([], ["--limit", "5"], ["--json"]):
+        done = run_cli("logs", "show", conversation_id, "--offset", "40", *extra, "--store", store_url)
+        assert done.returncode == 2, done.stdout
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert lines == ["Error: --offset 40 is past the end: the conversation has 40 message(s), at positions 0–39"]
+    last = run_cli("logs", "show", conversation_id, "--offset", "39", "--store", store_url)
+    assert last.returncode == 0 and "answer 009" in last.stdout
+
+
 def test_a_page_never_starts_on_a_tool_result_without_its_call(store_url: str, store: Store) -> None:
     conversation_id, _ = long_log(store, turns=10)
     # The newest 2 messages would start at "result 009": the page starts at its call instead.

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._errors import friendly_errors
+from ._errors import EXIT_USAGE, CommandError, friendly_errors
 from .store_option import open_cli_store, store_option
 
 if TYPE_CHECKING:
@@ -160,6 +160,12 @@ def show(
         page, start, total = _read_page(store, info, last, offset, limit, show_all)
         pages = store.list_pages(conversation_id)
         built = _next_request(conversation_id, store, mode) if (with_context or mode) else None
+    if offset is not None and offset > 0 and not page:
+        raise CommandError(
+            f"--offset {offset} is past the end: the conversation has {total:,} message(s), at positions "
+            f"0–{max(total - 1, 0)}",
+            EXIT_USAGE,
+        )
     end = start + len(page)
     if as_json:
         if built is None:
