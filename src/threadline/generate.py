@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ._ids import new_id
 from .context import BuiltContext, ContextBuilder, ContextSettings, ModePrompts
 from .engine import TurnOptions, TurnResult, run_turn
@@ -75,23 +77,8 @@ class GenerateHost:
 
     def open_store(self, request: GenerateRequest, request_hash: str) -> None:
         """Create the stored conversation and write the input messages (before anything runs)."""
-        store = self.store
-        if store is None:
-            return
-        self.conversation_id = self.conversation_id or new_id()
-        title = next((m.content for m in self.messages if isinstance(m, UserMessage) and m.content.strip()), None)
-        if title is not None:
-            title = " ".join(title.split())
-            title = title if len(title) <= 80 else title[:79] + "…"
-        metadata = {
-            "source": "generate_text",
-            "request_hash": request_hash,
-            "system": request.system,
-            "context": [name for name, _ in request.context],
-        }
-        store.create_conversation(title=title, metadata=metadata, id=self.conversation_id)
-        if len(self.messages):
-            store.append(self.conversation_id, list(self.messages))
+        if self.store is not None:
+            self.conversation_id = _open_log(self.store, self.conversation_id, request, request_hash, self.messages)
 
     # -- TurnHost ---------------------------------------------------------------------------------------------
     def record(self, message: Message) -> None:
@@ -177,7 +164,8 @@ async def generate_text(
         on_partial: Called with the answer's text so far while it streams (from the start again for each model
             call of a tool loop).
         store: Log the run as a conversation in this store (input messages first, then each message as it
-            happens); its id is ``result.conversation_id``.
+            happens); its id is ``result.conversation_id``. A cache hit is logged too (all at once, its metadata
+            saying ``cached``), and a logged call is never de-duplicated with another.
         conversation_id: The id of that conversation (a new one by default; it must not exist yet).
         dedupe: Let calls with the same hash that overlap in time share one model call (default). Set False to
             sample the same request several times at once.
@@ -206,13 +194,18 @@ async def generate_text(
         **settings,
     )
     key = hash_request(request)
+    if store is not None and conversation_id is not None and store.has_conversation(conversation_id):
+        raise UserError(f"conversation {conversation_id!r} already exists in the store; choose a new id")
     if cache is not None:
         hit = _cached(cache, key, input_log(request))
         if hit is not None:
-            return hit
-    if store is not None and conversation_id is not None and store.has_conversation(conversation_id):
-        raise UserError(f"conversation {conversation_id!r} already exists in the store; choose a new id")
-    if not dedupe:
+            if store is None:
+                return hit
+            # Logged like any run (its metadata says the answer came from the cache).
+            logged = _open_log(store, conversation_id, request, key, hit.messages, cached=True)
+            return msgspec.structs.replace(hit, conversation_id=logged)
+    if not dedupe or store is not None:
+        # A call that logs to a store is a run of its own: sharing another's would leave its conversation unwritten.
         return await _run(request, key, cache, on_partial, store, conversation_id)
 
     import asyncio
@@ -253,6 +246,36 @@ def generate_text_sync(**kwargs: Any) -> GenerateTextResult:
     from ._sync import run_sync
 
     return run_sync(generate_text(**kwargs))
+
+
+def _open_log(
+    store: Store,
+    conversation_id: str | None,
+    request: GenerateRequest,
+    request_hash: str,
+    messages: Iterable[Message],
+    *,
+    cached: bool = False,
+) -> str:
+    """Create the conversation a run is logged as (``conversation_id``, or a new id) and write ``messages``; its id."""
+    written = list(messages)
+    conversation_id = conversation_id or new_id()
+    title = next((m.content for m in written if isinstance(m, UserMessage) and m.content.strip()), None)
+    if title is not None:
+        title = " ".join(title.split())
+        title = title if len(title) <= 80 else title[:79] + "…"
+    metadata: dict[str, Any] = {
+        "source": "generate_text",
+        "request_hash": request_hash,
+        "system": request.system,
+        "context": [name for name, _ in request.context],
+    }
+    if cached:
+        metadata["cached"] = True  # the answer came from the cache: no model was called for it
+    store.create_conversation(title=title, metadata=metadata, id=conversation_id)
+    if written:
+        store.append(conversation_id, written)
+    return conversation_id
 
 
 def input_log(request: GenerateRequest) -> MessageList:

@@ -296,3 +296,39 @@ async def test_a_damaged_cache_row_is_a_miss_and_is_replaced(store: Store, store
     assert not again.cached and again.text == "Cold again." and len(model.requests) == 2
     hit = await ask_oslo(ScriptedModel(), store)
     assert hit.cached and hit.text == "Cold again."
+
+
+async def test_a_cache_hit_asked_to_be_logged_is_logged_under_the_id_asked_for(any_store: Store) -> None:
+    """Before, a hit returned ``conversation_id=None`` and wrote nothing, whatever ``store=`` and
+    ``conversation_id=`` said, and an id already taken was not refused."""
+    logs = open_store("memory://")
+    first = await generate_text(model=ScriptedModel(["Paris."]), prompt="Capital of France?", cache=any_store)
+    hit = await generate_text(
+        model=ScriptedModel(), prompt="Capital of France?", cache=any_store, store=logs, conversation_id="wanted"
+    )
+    assert hit.cached and hit.conversation_id == "wanted"
+    assert shapes(logs.load("wanted")) == shapes(first.messages)
+    assert logs.get_conversation("wanted").metadata["cached"] is True
+    with pytest.raises(UserError, match="already exists"):
+        await generate_text(
+            model=ScriptedModel(), prompt="Capital of France?", cache=any_store, store=logs, conversation_id="wanted"
+        )
+
+
+async def test_overlapping_calls_that_log_each_write_their_own_conversation() -> None:
+    """Before, the second of two overlapping identical calls shared the first's run: it reported the first one's
+    conversation id, and its own store (or id) was never written."""
+    release = asyncio.Event()
+    model = ScriptedModel([slow_answer(release, "One."), slow_answer(release, "Two.")])
+    mine, theirs = open_store("memory://"), open_store("memory://")
+    calls_ = [
+        asyncio.ensure_future(generate_text(model=model, prompt="Hi", store=mine, conversation_id="conv-a")),
+        asyncio.ensure_future(generate_text(model=model, prompt="Hi", store=theirs, conversation_id="conv-b")),
+    ]
+    await asyncio.sleep(0.01)
+    release.set()
+    one, two = await asyncio.gather(*calls_)
+    assert (one.conversation_id, two.conversation_id) == ("conv-a", "conv-b")
+    assert [m.content for m in mine.load("conv-a")] == ["Hi", one.text]
+    assert [m.content for m in theirs.load("conv-b")] == ["Hi", two.text]
+    assert len(model.requests) == 2
