@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .builder import PromptBuilder
 from .conversation import Conversation
 from .errors import UserError
+from .messages import UserMessage
 from .tools import Tool, ToolArgumentsError, encode_result
 
 if TYPE_CHECKING:
@@ -76,7 +77,10 @@ def agent_tool(
                 produced = await produced
             if not isinstance(produced, PromptBuilder):
                 return _answer(produced)
-            task_builder = produced if produced.delta_messages else produced.request(task)
+            # A builder that already asks something (its own request, made from the task) runs as it is; one that
+            # only sets the agent up (system text, model, tools) gets the task as its request.
+            asks = any(isinstance(message, UserMessage) for message in produced.delta_messages)
+            task_builder = produced if asks else produced.request(task)
         else:
             task_builder = source.request(task)
         if store is not None:

@@ -110,3 +110,23 @@ def test_agent_tool_refuses_what_cannot_run() -> None:
         agent_tool("not a builder", "x", "y")  # type: ignore[arg-type]
     with pytest.raises(UserError):
         agent_tool(llm, "", "y")
+
+
+@pytest.mark.parametrize("asks", [False, True])
+async def test_a_callable_returning_a_builder_gets_the_task_unless_it_asks_for_itself(asks: bool) -> None:
+    """Before, a builder that only set the agent up (``.agent("You are a researcher.")``, a system message) ran
+    without the task: the child model was asked nothing."""
+    child_model = ScriptedModel(["Found it."])
+
+    def researcher(task: str) -> object:
+        builder = llm.model(child_model).agent("You are a researcher.")
+        return builder.request(f"Research this: {task}") if asks else builder
+
+    parent_model = ScriptedModel([calls(call("research", {"task": "find X"})), "Done."])
+    result = await generate_text(
+        model=parent_model, prompt="Go", tools=[agent_tool(researcher, "research", "Researches.")]
+    )
+    assert result.text == "Done."
+    [request] = child_model.requests
+    asked = [m.content for m in request.messages if m.role == "user"]
+    assert asked == (["Research this: find X"] if asks else ["find X"])
