@@ -315,6 +315,8 @@ class PromptBuilder:
             if "$defs" in schema["properties"]["result"]:
                 schema["$defs"] = schema["properties"]["result"].pop("$defs")
         name = re.sub(r"[^A-Za-z0-9_-]", "_", getattr(output_type, "__name__", "output"))[:64] or "output"
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise UserError(f"retries must be an integer >= 0, got {retries!r}")  # before anything is recorded
         check_settings(settings)
         conversation = self._target()
         # The messages, the attempts and the feedback between them are one piece of work: no other turn gets in.

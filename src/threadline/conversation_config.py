@@ -81,7 +81,7 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Check the keyword settings of ``prompt*`` calls; provider-prefixed ones are gathered under ``extras``.
 
     Raises:
-        UserError: for an unknown setting.
+        UserError: for an unknown setting, or a value it cannot take.
     """
     out: dict[str, Any] = {}
     extras: dict[str, Any] = {}
@@ -89,6 +89,7 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         if key == "reasoning":
             out[key] = reasoning_settings(value)
         elif key in SETTING_KEYS or key in TURN_KEYS:
+            _check_value(key, value)
             out[key] = value
         elif key.startswith(EXTRA_PREFIXES):
             extras[key] = value
@@ -100,6 +101,26 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     if extras:
         out["extras"] = extras
     return out
+
+
+def _check_value(key: str, value: Any) -> None:
+    """A setting's value, checked where it is given (a wrong one used to fail later, or act oddly: every tool
+    "did not finish in -1 s")."""
+    if value is None:
+        return
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if key == "stream":
+        ok, wanted = isinstance(value, bool), "True or False"
+    elif key in ("max_tokens",):
+        ok, wanted = isinstance(value, int) and not isinstance(value, bool) and value > 0, "a positive integer"
+    elif key == "max_retries":
+        ok, wanted = isinstance(value, int) and not isinstance(value, bool) and value >= 0, "an integer >= 0"
+    elif key == "temperature":
+        ok, wanted = number and value >= 0, "a number >= 0"
+    else:  # timeout, tool_timeout: seconds
+        ok, wanted = number and value > 0 and value == value, "a number of seconds > 0"
+    if not ok:
+        raise UserError(f"{key} must be {wanted} (or None), got {value!r}")
 
 
 def reasoning_settings(value: Any = None, budget_tokens: Any = None) -> ReasoningSettings | None:

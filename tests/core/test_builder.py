@@ -348,6 +348,42 @@ def test_unknown_prompt_settings_are_user_errors_and_change_nothing() -> None:
     assert model.requests == []
 
 
+@pytest.mark.parametrize(
+    ("setting", "value", "says"),
+    [
+        ("tool_timeout", -1, "tool_timeout must be a number of seconds > 0"),
+        ("tool_timeout", 0, "tool_timeout must be a number of seconds > 0"),
+        ("timeout", "30", "timeout must be a number of seconds > 0"),
+        ("temperature", "hot", "temperature must be a number >= 0"),
+        ("max_tokens", -1, "max_tokens must be a positive integer"),
+        ("max_tokens", 1.5, "max_tokens must be a positive integer"),
+        ("max_retries", True, "max_retries must be an integer >= 0"),
+        ("stream", "yes", "stream must be True or False"),
+    ],
+)
+def test_a_setting_with_a_value_it_cannot_take_is_a_user_error_and_changes_nothing(
+    setting: str, value: object, says: str
+) -> None:
+    """Before, such values were taken: ``tool_timeout=-1`` started every tool and reported each as "did not finish
+    in -1 s"; ``temperature="hot"`` went to the provider."""
+    model = ScriptedModel(["never"])
+    conversation = Conversation(config=ConversationConfig(model=model))
+    builder = conversation.continuation.request("x")
+    with pytest.raises(UserError, match=says):
+        builder.prompt(**{setting: value})
+    assert len(conversation.messages) == 0 and model.requests == []
+
+
+@pytest.mark.parametrize("retries", [-1, "x", 1.0])
+def test_prompt_for_type_refuses_retries_that_are_no_count(retries: object) -> None:
+    """Before: ``AssertionError('unreachable')`` for -1, after recording the request; a TypeError for "x"."""
+    model = ScriptedModel(["never"])
+    conversation = Conversation(config=ConversationConfig(model=model))
+    with pytest.raises(UserError, match="retries must be an integer >= 0"):
+        conversation.continuation.request("x").prompt_for_type(City, retries=retries)  # type: ignore[arg-type]
+    assert len(conversation.messages) == 0 and model.requests == []
+
+
 def test_apply_config_deltas() -> None:
     conversation = Conversation()
     conversation.apply_config_deltas({"max_tool_rounds": 3, "persona": "p", "temperature": 0.1})
