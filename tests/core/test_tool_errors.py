@@ -271,3 +271,36 @@ def test_a_credential_in_a_tools_exception_is_masked_before_the_log_and_the_mode
     for text in (result.content, stored, json.dumps([r.messages for r in model.requests], default=str)):
         assert key not in text and stray not in text
     store.close()
+
+
+def test_an_async_function_behind_a_plain_decorator_and_an_async_generator_give_their_results() -> None:
+    """Before, both ran as sync functions and the model got "<coroutine object fetch …>" or "<async_generator
+    object …>" as a successful result (the coroutine never awaited, a RuntimeWarning printed)."""
+    import functools
+    import warnings
+
+    def logged(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    @logged
+    async def fetch(city: str) -> str:
+        """Fetch the weather."""
+        await asyncio.sleep(0)
+        return f"22 C in {city}"
+
+    async def count(up_to: int) -> Any:
+        """Count."""
+        for number in range(up_to):
+            await asyncio.sleep(0)
+            yield number
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fetched, _, _ = run_bad_call(call("fetch", {"city": "Paris"}, id="f1"), fetch)
+        counted, _, _ = run_bad_call(call("count", {"up_to": 3}, id="c1"), count)
+    assert (fetched.content, fetched.is_error) == ("22 C in Paris", False)
+    assert (json.loads(counted.content), counted.is_error) == ([0, 1, 2], False)

@@ -129,6 +129,11 @@ async def execute_tool_call(
                     outcome = await _run_async(tool_.handler, kwargs, timeout)
                 else:
                     outcome = await _run_sync(tool_.handler, kwargs, timeout)
+                    if outcome.ok and _is_async_value(outcome.value):
+                        # An async function behind a plain decorator, or an async generator: what it gave is
+                        # awaited (or read to its end) on the loop, in the time left.
+                        left = None if timeout is None else max(0.0, timeout - (time.perf_counter() - started))
+                        outcome = await _run_async(_finish, {"value": outcome.value}, left)
             except _Unfinished as unfinished:
                 kind = "timeout"
                 if unfinished.stopped:
@@ -238,6 +243,21 @@ async def _stop(task: asyncio.Task[None], grace: float) -> bool:
     _abandoned.add(task)
     task.add_done_callback(_abandoned.discard)
     return False
+
+
+def _is_async_value(value: Any) -> bool:
+    import inspect
+
+    return inspect.isawaitable(value) or inspect.isasyncgen(value)
+
+
+async def _finish(value: Any) -> Any:
+    """The result of an awaitable, or the items of an async generator as a list (as a sync generator's are sent)."""
+    import inspect
+
+    if inspect.isasyncgen(value):
+        return [item async for item in value]
+    return await value
 
 
 def _preview(text: str, limit: int = 80) -> str:
