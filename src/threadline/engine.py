@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from ._ids import new_id
-from .errors import ModelError
+from .errors import ModelError, UserError
 from .messages import (
     DEFAULT_META,
     INTERRUPTED_TOOL,
@@ -59,6 +59,9 @@ __all__ = [
     "repair_pending",
     "run_turn",
 ]
+
+# The tool_choice values that name no tool.
+_CHOICES = frozenset({"auto", "required", "none"})
 
 INTERRUPTED_CALL = "the model call was interrupted (Ctrl-C or cancellation) before it finished"
 
@@ -210,6 +213,12 @@ async def run_turn(
                 reader = host.artifact_reader()
                 if reader is not None and reader.name not in offered:
                     offered = {**offered, reader.name: reader}
+            if tool_choice is not None and offered and tool_choice not in _CHOICES and tool_choice not in offered:
+                # Checked here for every model (the HTTP and local adapters check it too; a custom one may not).
+                raise UserError(
+                    f"tool_choice {tool_choice!r} names a tool that is not offered (offered: "
+                    f"{', '.join(sorted(offered))}); use one of those, or 'auto', 'required' or 'none'"
+                )
             request = ModelRequest(
                 messages=built.messages,
                 tools=[tool.spec() for tool in offered.values()],

@@ -374,6 +374,21 @@ def test_a_setting_with_a_value_it_cannot_take_is_a_user_error_and_changes_nothi
     assert len(conversation.messages) == 0 and model.requests == []
 
 
+def test_a_tool_choice_naming_no_offered_tool_is_refused_for_any_model() -> None:
+    """The HTTP and local adapters refused it; a model of one's own (here `ScriptedModel`) was sent it as is."""
+
+    def get_weather(city: str) -> str:
+        """Weather."""
+        return "sunny"
+
+    model = ScriptedModel(["never"])
+    with pytest.raises(
+        UserError, match=r"tool_choice 'get_time' names a tool that is not offered \(offered: get_weather\)"
+    ):
+        llm.model(model).tools(get_weather).tool_choice("get_time").request("x").prompt()
+    assert model.requests == []
+
+
 @pytest.mark.parametrize("retries", [-1, "x", 1.0])
 def test_prompt_for_type_refuses_retries_that_are_no_count(retries: object) -> None:
     """Before: ``AssertionError('unreachable')`` for -1, after recording the request; a TypeError for "x"."""
