@@ -304,3 +304,27 @@ def test_an_async_function_behind_a_plain_decorator_and_an_async_generator_give_
         counted, _, _ = run_bad_call(call("count", {"up_to": 3}, id="c1"), count)
     assert (fetched.content, fetched.is_error) == ("22 C in Paris", False)
     assert (json.loads(counted.content), counted.is_error) == ([0, 1, 2], False)
+
+
+def test_arguments_named_as_pydantic_reserves_are_offered_and_passed_under_their_own_names() -> None:
+    """Before, ``model_config`` vanished from the schema (every call then failed with "Extra inputs are not
+    permitted") and ``_token`` made `Tool` raise pydantic's NameError."""
+
+    def sign(_token: str, model_config: int, json: str = "raw") -> str:
+        """Sign a request.
+
+        Args:
+            _token: The signing token.
+            model_config: Which model configuration.
+            json: Output form.
+        """
+        return f"{_token}/{model_config}/{json}"
+
+    result, _, _ = run_bad_call(call("sign", {"_token": "t", "model_config": 2}, id="s1"), sign)
+    assert (result.content, result.is_error) == ("t/2/raw", False)
+    from threadline import Tool
+
+    parameters = Tool(sign).parameters
+    assert set(parameters["properties"]) == {"_token", "model_config", "json"}
+    assert parameters["required"] == ["_token", "model_config"]
+    assert parameters["properties"]["_token"]["description"] == "The signing token."

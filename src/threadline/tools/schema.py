@@ -32,7 +32,9 @@ class Signature(NamedTuple):
     summary: str
     is_async: bool
     validator: Any
-    fields: tuple[str, ...]
+    fields: tuple[tuple[str, str], ...]
+    """(the validator's field, the handler's parameter) for each argument: they differ where the parameter's
+    name cannot be a pydantic field (``_token``, ``model_config``)."""
     parameters: dict[str, Any]
 
 
@@ -65,7 +67,7 @@ def read_signature(handler: Callable[..., Any], name: str) -> Signature:
         summary=summary,
         is_async=is_async_callable(handler),
         validator=model,
-        fields=tuple(model.model_fields),
+        fields=tuple((field, info.alias or field) for field, info in model.model_fields.items()),
         parameters=clean_schema(model.model_json_schema()),
     )
 
@@ -149,7 +151,8 @@ def arguments_model(handler: Callable[..., Any], name: str, param_docs: Mapping[
     except Exception:
         hints = {}
     fields: dict[str, Any] = {}
-    for param in signature.parameters.values():
+    reserved = set(dir(pydantic.BaseModel))
+    for index, param in enumerate(signature.parameters.values()):
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise UserError(f"tool {name!r}: *args and **kwargs cannot be described to a model; name each argument")
         if param.kind is inspect.Parameter.POSITIONAL_ONLY:
@@ -158,7 +161,16 @@ def arguments_model(handler: Callable[..., Any], name: str, param_docs: Mapping[
         if annotation is inspect.Parameter.empty:
             annotation = Any
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (annotation, pydantic.Field(default, description=param_docs.get(param.name) or None))
+        description = param_docs.get(param.name) or None
+        if param.name.startswith(("_", "model_")) or param.name in reserved:
+            # Not a name a pydantic field may have (a private attribute, pydantic's own namespace): the field gets
+            # another name, and the argument keeps its own as the field's alias (in the schema and in validation).
+            field = f"argument_{index}"
+            while field in signature.parameters:
+                field += "_"
+            fields[field] = (annotation, pydantic.Field(default, alias=param.name, description=description))
+        else:
+            fields[param.name] = (annotation, pydantic.Field(default, description=description))
     model_name = re.sub(r"\W", "_", name) + "_arguments"
     try:
         model = pydantic.create_model(

@@ -132,7 +132,7 @@ class Tool:
                 for error in exc.errors(include_url=False)
             )
             raise ToolArgumentsError(problems) from None
-        return {name: getattr(instance, name) for name in self._fields}
+        return {parameter: getattr(instance, field) for field, parameter in self._fields}
 
     async def invoke(self, kwargs: Mapping[str, Any]) -> Any:
         """Call the handler: async handlers are awaited, sync ones run on a daemon worker thread.
