@@ -140,7 +140,9 @@ class Conversation(ConversationContext):
                 at = self.messages[-1].id
             self._ensure_stored()
             info = self.store.fork_conversation(self.id, at, title=title)
-            return Conversation.load(info.id, self.store, config)
+            stored = Conversation.load(info.id, self.store, config)
+            stored._mentions.objects.update(self._mentions.objects)  # the objects @-mentioned so far, as below
+            return stored
         items = list(self.messages)
         if at is None:
             cut = len(items)

@@ -62,3 +62,24 @@ def test_fork_with_a_store_is_stored_and_records_its_origin(tmp_path) -> None:
     with pytest.raises(StoreError, match="no message 'nope'"):
         conv.fork(at="nope")
     store.close()
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_a_fork_offers_the_tools_of_the_objects_mentioned_before_it(stored: bool, tmp_path) -> None:
+    """Before, a fork of a stored conversation lost the @-mentioned objects (a fork in memory kept them)."""
+    from threadline import Attachment
+
+    class Notes:
+        def add_note(self, text: str) -> str:
+            """Add a note."""
+            return "saved"
+
+    store = open_store(f"sqlite://{tmp_path / 'log.db'}") if stored else None
+    model = ScriptedModel(["ok", "fork ok"])
+    builder = llm.model(model).request("Note this", attachments=[Attachment.mention("notes", Notes())])
+    conversation = (builder.store(store) if store is not None else builder).prompt_conversation()
+    conversation.run_sync()
+    conversation.fork().continuation.request("Again").prompt()
+    assert [request.tool_names for request in model.requests] == [["Notes.add_note"], ["Notes.add_note"]]
+    if store is not None:
+        store.close()
