@@ -132,6 +132,7 @@ def select_window(
             index -= 1
             continue
         kind = type(message)
+        shaped_from = len(report.artifacts)  # the artifacts this unit's previews add, taken back if it is dropped
         if kind is ToolMessage or (kind is AssistantMessage and message.tool_calls):  # type: ignore[union-attr]
             group = _tool_group(items, index, include_ui, explicit, count, shaper)
             if group is None:
@@ -181,6 +182,7 @@ def select_window(
                     reason = "max_tokens"
             if reason is not None:
                 stopped = reason
+                del report.artifacts[shaped_from:]  # not sent: its previews are no artifacts of this request
                 if seen_user:
                     break
                 # Inside the current turn: drop this unit, keep looking for the latest user message.

@@ -121,3 +121,27 @@ async def test_no_preview_no_reader_and_small_outputs_untouched() -> None:
     await _turn(conv)
     assert model.requests[1].messages[-1].content == BIG
     assert model.requests[1].tool_names == ["fetch_report"]
+
+
+def test_a_tool_output_the_budget_drops_is_no_artifact_of_the_request() -> None:
+    """``ContextReport.artifacts`` lists the outputs sent as previews; before, a large output the budget then
+    dropped was listed too (and the engine offers read_artifact whenever that list is not empty)."""
+    from threadline import MessageList, user
+    from threadline.context import ContextBuilder
+
+    log = MessageList(
+        [
+            user("u1"),
+            AssistantMessage(tool_calls=[ToolCall(id="big", name="t", arguments={})]),
+            ToolMessage(tool_call_id="big", tool_name="t", content="B" * 5000),
+            AssistantMessage(tool_calls=[ToolCall(id="small", name="t", arguments={})]),
+            ToolMessage(tool_call_id="small", tool_name="t", content="ok"),
+        ]
+    )
+    built = ContextBuilder(ContextSettings(max_messages=3)).build(log, conversation_id="c")
+    sent = [message.tool_call_id for message in built.messages if isinstance(message, ToolMessage)]
+    assert sent == ["small"]
+    assert built.report.artifacts == []
+
+    wide = ContextBuilder(ContextSettings(max_messages=10)).build(log, conversation_id="c")
+    assert [uri.rsplit("/", 1)[-1] for uri in wide.report.artifacts] == ["big"]
