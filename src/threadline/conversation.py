@@ -26,6 +26,7 @@ from .conversation_config import (
     CONFIG_FIELDS,
     ConversationConfig,
     check_settings,
+    config_problem,
     own_config,
     own_value,
     reasoning_settings,
@@ -169,7 +170,7 @@ class Conversation(ConversationContext):
         """Set config fields (lists and dicts are copied, so the caller's objects never change the config later).
 
         Raises:
-            ValueError: for an unknown key (nothing is changed then).
+            ValueError: for an unknown key, or a value the field cannot take (nothing is changed then).
         """
         unknown = [key for key in deltas if key not in CONFIG_FIELDS]
         if unknown:
@@ -178,6 +179,10 @@ class Conversation(ConversationContext):
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {deltas['mode']!r}")
         if "reasoning" in deltas:
             deltas = {**deltas, "reasoning": reasoning_settings(deltas["reasoning"])}
+        for key, value in deltas.items():
+            problem = config_problem(key, value)
+            if problem is not None:
+                raise ValueError(problem)  # nothing is changed then
         for key, value in deltas.items():
             setattr(self.config, key, own_value(value))
         if "mode" in deltas and self.store is not None and deltas["mode"] is not None:

@@ -74,7 +74,48 @@ class ConversationConfig(msgspec.Struct):
     busy_timeout: float | None = 300.0
 
 
+    def __post_init__(self) -> None:
+        for key in _CHECKED_FIELDS:
+            problem = config_problem(key, getattr(self, key))
+            if problem is not None:
+                raise UserError(problem)
+
+
 CONFIG_FIELDS = frozenset(ConversationConfig.__struct_fields__)
+_CHECKED_FIELDS = (
+    "model",
+    "tools",
+    "max_tool_rounds",
+    "busy_timeout",
+    "stream",
+    "max_tokens",
+    "temperature",
+    "timeout",
+    "max_retries",
+    "tool_timeout",
+)
+
+
+def config_problem(key: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the config field ``key`` (checked where it is set, not at the next turn), or None."""
+    if key == "model":
+        ok = value is None or isinstance(value, (str, Model))
+        return None if ok else f"model must be a model name or a Model, got {type(value).__name__} {value!r:.60}"
+    if key == "tools":
+        ok = isinstance(value, (list, tuple))
+        return None if ok else f"tools must be a list of tools, got {type(value).__name__} {value!r:.60}"
+    if key == "max_tool_rounds":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return None if ok else f"max_tool_rounds must be an integer >= 0, got {value!r}"
+    if key == "busy_timeout":
+        ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0)
+        return None if ok else f"busy_timeout must be a number of seconds > 0 (or None), got {value!r}"
+    if key in SETTING_KEYS or key in TURN_KEYS:
+        try:
+            _check_value(key, value)
+        except UserError as exc:
+            return str(exc)
+    return None
 
 
 def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -117,8 +158,10 @@ def _check_value(key: str, value: Any) -> None:
         ok, wanted = isinstance(value, int) and not isinstance(value, bool) and value >= 0, "an integer >= 0"
     elif key == "temperature":
         ok, wanted = number and value >= 0, "a number >= 0"
-    else:  # timeout, tool_timeout: seconds
+    elif key in ("timeout", "tool_timeout"):
         ok, wanted = number and value > 0 and value == value, "a number of seconds > 0"
+    else:  # reasoning: checked by reasoning_settings
+        return
     if not ok:
         raise UserError(f"{key} must be {wanted} (or None), got {value!r}")
 

@@ -399,6 +399,27 @@ def test_prompt_for_type_refuses_retries_that_are_no_count(retries: object) -> N
     assert len(conversation.messages) == 0 and model.requests == []
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("max_tool_rounds", "3", "max_tool_rounds must be an integer >= 0"),
+        ("tools", 5, "tools must be a list of tools"),
+        ("model", 5, "model must be a model name or a Model"),
+        ("tool_timeout", 0, "tool_timeout must be a number of seconds > 0"),
+        ("busy_timeout", -1, "busy_timeout must be a number of seconds > 0"),
+    ],
+)
+def test_a_config_value_a_field_cannot_take_is_refused_where_it_is_set(field: str, value: object, says: str) -> None:
+    """Before, ``ConversationConfig(max_tool_rounds="3")`` failed at the next turn with "'>=' not supported between
+    instances of 'int' and 'str'", and ``apply_config_deltas({"tools": 5})`` was taken silently."""
+    with pytest.raises(UserError, match=says):
+        ConversationConfig(**{field: value})
+    conversation = Conversation()
+    with pytest.raises(ValueError, match=says):
+        conversation.apply_config_deltas({"persona": "kept?", field: value})
+    assert conversation.config.persona is None  # nothing was changed
+
+
 def test_apply_config_deltas() -> None:
     conversation = Conversation()
     conversation.apply_config_deltas({"max_tool_rounds": 3, "persona": "p", "temperature": 0.1})
