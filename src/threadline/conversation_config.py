@@ -73,7 +73,6 @@ class ConversationConfig(msgspec.Struct):
     context: ContextBuilder | ContextSettings | None = None
     busy_timeout: float | None = 300.0
 
-
     def __post_init__(self) -> None:
         for key in _CHECKED_FIELDS:
             problem = config_problem(key, getattr(self, key))
