@@ -216,8 +216,7 @@ async def run_turn(
             if tool_choice is not None and offered and tool_choice not in _CHOICES and tool_choice not in offered:
                 # Checked here for every model (the HTTP and local adapters check it too; a custom one may not).
                 raise UserError(
-                    f"tool_choice {tool_choice!r} names a tool that is not offered (offered: "
-                    f"{', '.join(sorted(offered))}); use one of those, or 'auto', 'required' or 'none'"
+                    f"tool_choice names {tool_choice!r}, which is not offered (offered: {', '.join(sorted(offered))})"
                 )
             request = ModelRequest(
                 messages=built.messages,

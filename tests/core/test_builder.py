@@ -382,9 +382,7 @@ def test_a_tool_choice_naming_no_offered_tool_is_refused_for_any_model() -> None
         return "sunny"
 
     model = ScriptedModel(["never"])
-    with pytest.raises(
-        UserError, match=r"tool_choice 'get_time' names a tool that is not offered \(offered: get_weather\)"
-    ):
+    with pytest.raises(UserError, match=r"tool_choice names 'get_time', which is not offered \(offered: get_weather\)"):
         llm.model(model).tools(get_weather).tool_choice("get_time").request("x").prompt()
     assert model.requests == []
 
