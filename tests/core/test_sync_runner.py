@@ -55,11 +55,10 @@ store.close()
 """
 
 
-@pytest.mark.parametrize("how", ["prompt", "stream"])
-def test_ctrl_c_during_a_sync_call_logs_the_partial_answer_then_raises(how: str, tmp_path: Path) -> None:
+def interrupt_when_stalled(program: str, how: str, url: str, tmp_path: Path) -> tuple[int, str, str]:
+    """Run ``program`` (it prints STALLED when its model stalls), press Ctrl-C then; its exit status and output."""
     script = tmp_path / "slow.py"
-    script.write_text(SLOW_MODEL, encoding="utf-8")
-    url = f"sqlite://{tmp_path / 'store.db'}"
+    script.write_text(program, encoding="utf-8")
     process = subprocess.Popen(
         [sys.executable, str(script), how, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -73,7 +72,14 @@ def test_ctrl_c_during_a_sync_call_logs_the_partial_answer_then_raises(how: str,
         process.kill()
         out, err = process.communicate()
         pytest.fail(f"the process did not stop after Ctrl-C; stdout {out!r}, stderr {err!r}")
-    assert process.returncode == 0, err
+    return process.returncode, out, err
+
+
+@pytest.mark.parametrize("how", ["prompt", "stream"])
+def test_ctrl_c_during_a_sync_call_logs_the_partial_answer_then_raises(how: str, tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'store.db'}"
+    returncode, out, err = interrupt_when_stalled(SLOW_MODEL, how, url, tmp_path)
+    assert returncode == 0, err
     assert out.splitlines() == ["KeyboardInterrupt", "still works"]
     assert err == ""  # no traceback, no "Task was destroyed", no asyncgen noise
 
@@ -107,22 +113,9 @@ asyncio.set_event_loop_policy(Policy())
 def test_ctrl_c_works_on_a_loop_that_cannot_watch_a_socket(how: str, tmp_path: Path) -> None:
     """The wakeup socket needs ``add_reader``; without it (the Proactor loop on Windows, an event-loop policy's own
     loops) the sync API runs as before instead of failing on every call."""
-    script = tmp_path / "slow.py"
-    script.write_text(NO_READER_LOOPS + SLOW_MODEL, encoding="utf-8")
     url = f"sqlite://{tmp_path / 'store.db'}"
-    process = subprocess.Popen(
-        [sys.executable, str(script), how, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline() == "STALLED\n"
-    process.send_signal(signal.SIGINT)
-    try:
-        out, err = process.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, err = process.communicate()
-        pytest.fail(f"the process did not stop after Ctrl-C; stdout {out!r}, stderr {err!r}")
-    assert (process.returncode, out.splitlines(), err) == (0, ["KeyboardInterrupt", "still works"], "")
+    returncode, out, err = interrupt_when_stalled(NO_READER_LOOPS + SLOW_MODEL, how, url, tmp_path)
+    assert (returncode, out.splitlines(), err) == (0, ["KeyboardInterrupt", "still works"], "")
 
 
 DROPPED_CTRL_C = """
