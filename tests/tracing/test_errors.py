@@ -208,6 +208,20 @@ async def test_no_key_reaches_a_span_even_with_content_and_a_tool_argument_named
     assert json.loads(attributes(tool)["gen_ai.tool.call.arguments"]) == {"host": "db.internal", "api_key": "***"}
 
 
+async def cancel_when(started: asyncio.Event, conversation: Conversation) -> None:
+    """Run the conversation's turn and cancel it once ``started`` is set."""
+
+    async def drive() -> None:
+        async for _ in conversation.run():
+            pass
+
+    task = asyncio.ensure_future(drive())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
 async def test_cancelling_a_turn_ends_its_spans_as_interrupted(spans: Spans) -> None:
     started = asyncio.Event()
 
@@ -219,15 +233,7 @@ async def test_cancelling_a_turn_ends_its_spans_as_interrupted(spans: Spans) -> 
     conversation = Conversation(config=ConversationConfig(model=ScriptedModel([slow])))
     conversation.add(UserMessage(content="Take your time"))
 
-    async def drive() -> None:
-        async for _ in conversation.run():
-            pass
-
-    task = asyncio.ensure_future(drive())
-    await started.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_when(started, conversation)
     assert_failed(spans.one("chat scripted"), "interrupted")
     assert_failed(spans.one("invoke_agent threadline"), "interrupted")
     assert attributes(spans.one("invoke_agent threadline"))["threadline.turn.stop_reason"] == "interrupted"
@@ -338,15 +344,7 @@ async def test_a_turn_cancelled_during_a_tool_says_it_was_interrupted(spans: Spa
     conversation = Conversation(config=ConversationConfig(model=model, tools=[slow]))
     conversation.add(UserMessage(content="Wait"))
 
-    async def drive() -> None:
-        async for _ in conversation.run():
-            pass
-
-    task = asyncio.ensure_future(drive())
-    await started.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_when(started, conversation)
     turn = spans.one("invoke_agent threadline")
     assert_failed(turn, "interrupted")
     assert attributes(turn)["threadline.turn.stop_reason"] == "interrupted"
