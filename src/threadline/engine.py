@@ -392,7 +392,7 @@ async def _call_model(
             result.stop_reason = "error"
         finally:
             if call is not None:
-                call.failed(error)
+                call.failed(error, exc.status if isinstance(exc, ModelError) else None)
         if raised is exc:
             raise
         raise raised from exc

@@ -41,7 +41,6 @@ call's spans are current only while the call runs, within one step of the turn.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -413,10 +412,7 @@ class _Chat:
         self.span.set_attributes(attributes)
         self._close()
 
-    def failed(self, error: LLMError) -> None:
-        # Called while the engine handles the call's exception: a ModelError there has the HTTP status.
-        raised = sys.exc_info()[1]
-        status = raised.status if isinstance(raised, ModelError) and raised.type == error.type else None
+    def failed(self, error: LLMError, status: int | None = None) -> None:
         attributes: dict[str, Any] = {} if status is None else {HTTP_STATUS: status}
         self._messages(attributes, None)
         self.span.set_attributes(attributes)

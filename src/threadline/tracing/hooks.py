@@ -28,9 +28,9 @@ class ChatSpan(Protocol):
         """The call answered (after `check_response`)."""
         ...
 
-    def failed(self, error: LLMError) -> None:
-        """The call failed; ``error`` is what the log records for it. Called while the engine handles the exception
-        that ended the call (``sys.exc_info()``: a `ModelError` there also has the HTTP status)."""
+    def failed(self, error: LLMError, status: int | None = None) -> None:
+        """The call failed; ``error`` is what the log records for it, ``status`` the HTTP status the provider
+        answered with, if any."""
         ...
 
 
