@@ -64,6 +64,7 @@ from ._convert_common import (
     image_bytes,
     parse_arguments,
     plain,
+    served_model,
 )
 from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
@@ -376,7 +377,7 @@ def _response(
     served: Any = None,
 ) -> ModelResponse:
     content: str | None = "".join(texts) or None
-    response_model = served if isinstance(served, str) and served else None
+    response_model = served_model(served)
     calls = []
     real = context.catalog.real
     response_id = context.ids.response_id

@@ -37,6 +37,7 @@ __all__ = [
     "image_bytes",
     "parse_arguments",
     "plain",
+    "served_model",
 ]
 
 FINAL_TOOL = "final_result"
@@ -257,3 +258,9 @@ class StreamReader:
         if not self.finished:
             raise ModelError("the stream ended before the answer was complete", type="stream_cut", retryable=True)
         return [(slot[0], slot[1], "".join(slot[2])) for _, slot in sorted(self._calls.items())]
+
+
+def served_model(value: Any) -> str | None:
+    """The model id an answer names (``"gpt-4o-mini-2024-07-18"``), if it names one as text: a compatible server may
+    send anything there, and an odd value must not cost the answer."""
+    return value if isinstance(value, str) and value else None

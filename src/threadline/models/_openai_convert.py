@@ -65,6 +65,7 @@ from ._convert_common import (
     final_tool_name,
     parse_arguments,
     plain,
+    served_model,
 )
 from ._error_text import upstream_text
 from ._reasoning_details import PROVIDER as DETAILS
@@ -529,13 +530,8 @@ def parse_completion(data: bytes | str, context: WireContext) -> ModelResponse:
         usage=_usage(body.usage),
         stop_reason=stop,
         reasoning=reasoning,
-        response_model=_served(body.model),
+        response_model=served_model(body.model),
     )
-
-
-def _served(model: Any) -> str | None:
-    """The model id a body names, if it names one as text (compatible servers may send anything there)."""
-    return model if isinstance(model, str) and model else None
 
 
 class ChatStream(StreamReader):
@@ -699,5 +695,5 @@ class ChatStream(StreamReader):
             usage=_usage(self._usage),
             stop_reason=stop,
             reasoning=reasoning,
-            response_model=_served(self._model),
+            response_model=served_model(self._model),
         )

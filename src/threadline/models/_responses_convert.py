@@ -60,6 +60,7 @@ from ._convert_common import (
     final_tool_name,
     parse_arguments,
     plain,
+    served_model,
 )
 from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
@@ -424,7 +425,7 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
         usage=_usage(response.usage),
         stop_reason=stop,
         reasoning=reasoning,
-        response_model=response.model if isinstance(response.model, str) and response.model else None,
+        response_model=served_model(response.model),
     )
 
 
