@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from ._ids import new_id
+from ._masking import environment_secrets, mask_secrets
 from .errors import ModelError, UserError
 from .messages import (
     DEFAULT_META,
@@ -367,16 +368,19 @@ async def _call_model(
 
         partial = "".join(parts) or _text_or_empty(getattr(exc, "partial", ""))
         if isinstance(exc, ModelError):
-            error = LLMError(type=exc.type, message=str(exc), retryable=exc.retryable)
+            # Our adapters mask keys in their errors; a model written elsewhere may not: mask what is logged.
+            error = LLMError(type=exc.type, message=_masked(str(exc)), retryable=exc.retryable)
             raised: BaseException = exc
         elif isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
             # Ctrl-C reaches a running turn as KeyboardInterrupt, or as the cancellation asyncio turns it into.
             error = LLMError(type="interrupted", message=INTERRUPTED_CALL, retryable=True)
             raised = exc
         elif isinstance(exc, Exception):
-            error = LLMError(type=type(exc).__name__, message=str(exc) or type(exc).__name__, retryable=False)
+            # Whatever the exception says goes to the log, the screen and the next request: keys masked first.
+            said = _masked(str(exc))
+            error = LLMError(type=type(exc).__name__, message=said or type(exc).__name__, retryable=False)
             raised = ModelError(
-                f"model {model.name!r} failed: {type(exc).__name__}: {exc}", type="error", partial=partial
+                f"model {model.name!r} failed: {type(exc).__name__}: {said}", type="error", partial=partial
             )
         else:  # SystemExit, GeneratorExit: record what we have, then let it through.
             error = LLMError(type=type(exc).__name__, message="the model call was stopped", retryable=True)
@@ -399,6 +403,11 @@ async def _call_model(
     if call is not None:
         call.done(response)
     return response
+
+
+def _masked(text: str) -> str:
+    """``text`` with the environment's keys and key-shaped tokens masked, as every error threadline records is."""
+    return mask_secrets(text, environment_secrets())
 
 
 class _Thinking:

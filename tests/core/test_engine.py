@@ -525,3 +525,44 @@ async def test_a_cancelled_model_call_is_logged_as_interrupted_with_the_partial_
     scripted = ScriptedModel(["...there was a dragon."])
     assert await conversation.continuation.model(scripted).prompt_async() == "...there was a dragon."
     assert "[LLM_ERROR type=interrupted" in (scripted.requests[0].messages[-1].content or "")
+
+
+# -- secrets in a model's own exception ------------------------------------------------------------------------------
+class LeakyModel(Model):
+    """A model written outside threadline that fails with its key in the message, as a misconfigured client does."""
+
+    name = "leaky"
+    capabilities = ModelCapabilities(tools=True, streaming=True)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    async def stream(self, request: ModelRequest) -> Any:
+        yield TextDelta("Let me ")
+        raise RuntimeError(self.message)
+
+
+def test_a_key_in_a_models_own_exception_is_masked_in_the_log_the_store_and_the_error_raised(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Before, the text of an exception that was not a ModelError was logged and raised as it was: a key in it
+    reached the store, the viewer's failure card, exports and the next request to the model."""
+    from threadline import open_store
+
+    key = "abc123-SECRET-from-the-environment"
+    monkeypatch.setenv("MYMODEL_API_KEY", key)
+    stray = "sk-proj-AbCdEf0123456789GhIjKl"
+    store = open_store(f"sqlite://{tmp_path / 'log.db'}")
+    model = LeakyModel(f"401 for key {key} (also tried {stray})")
+    conversation = Conversation(config=ConversationConfig(model=model), store=store)
+    conversation.add(user("Hello?"))
+    with pytest.raises(ModelError) as raised:
+        asyncio.run(run(conversation))
+    failure = conversation.messages[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None
+    assert failure.error.type == "RuntimeError" and failure.content == "Let me "
+    assert failure.error.message.startswith("401 for key ***")
+    stored = store.load(conversation.id).to_json()
+    for text in (str(raised.value), failure.error.message, stored):
+        assert key not in text and stray not in text
+    store.close()
