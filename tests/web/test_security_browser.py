@@ -111,6 +111,24 @@ def test_a_generated_page_cannot_reach_the_viewer(sqlite_store, serve, page) -> 
     assert page.dialogs == []
 
 
+def test_a_password_in_the_store_url_is_never_shown(page) -> None:
+    from tests.store._backends import postgres_url
+    from threadline.store import open_store
+    from threadline.web import create_app
+
+    with postgres_url() as url, open_store(f"{url}&password=SEKRETPW&sslpassword=SEKRET2") as store:
+        conv = simple_conversation(store, "Hello?", "Hi.")
+        served = Served(create_app(store, model=ScriptedModel([])))
+        try:
+            for path in ("/", f"/c/{conv.id}", "/c/no-such-conversation", "/nowhere"):
+                page.goto(served.url + path)
+                shown = page.locator(".topbar .store").inner_text()
+                assert "password=***" in shown and "sslpassword=***" in shown, shown
+                assert "SEKRET" not in page.content(), path
+        finally:
+            served.stop()
+
+
 def test_a_foreign_host_name_is_refused_in_the_browser(sqlite_store, serve) -> None:
     from playwright.sync_api import sync_playwright
 

@@ -75,3 +75,25 @@ def test_a_taken_port_is_one_clear_line(tmp_path) -> None:
     assert done.returncode != 0
     assert f"Error: the viewer could not listen on 127.0.0.1:{port}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_serve_never_prints_a_password_given_in_the_store_url() -> None:
+    from tests.store._backends import postgres_url
+
+    with postgres_url() as url:
+        secret_url = f"{url}&password=SEKRETPW&sslpassword=SEKRET2"
+        port = free_port()
+        command = [sys.executable, "-m", "threadline", "serve", "--store", secret_url, "--port", str(port)]
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"}
+        ) as process:
+            try:
+                assert process.stdout is not None
+                line = process.stdout.readline()
+                assert f"http://127.0.0.1:{port}/" in line, line
+                assert "password=***" in line and "sslpassword=***" in line, line
+                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10).text
+            finally:
+                process.send_signal(signal.SIGINT)
+                _, errors = process.communicate(timeout=20)
+    assert "SEKRET" not in line + page + errors

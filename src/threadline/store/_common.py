@@ -346,20 +346,45 @@ def title_of(messages: Sequence[Message]) -> str | None:
 
 
 _USERINFO_PASSWORD = re.compile(r"(//[^/?#@:]*):[^/?#@]*@")
+# Query parameters whose value is a credential: libpq reads ``?password=`` and ``?sslpassword=`` as well as the
+# ``user:password@`` form, and other drivers take tokens and keys the same way.
+_SECRET_PARAMETER = re.compile(r"pass|pwd|secret|token|key|auth|credential|signature", re.IGNORECASE)
+_PARAMETER = re.compile(r"([^&;=#]*)=([^&;#]*)")
+
+
+def _redact_query(query: str) -> str:
+    """``query`` with the values of credential-named parameters replaced, and key-shaped values masked."""
+    from urllib.parse import unquote_plus
+
+    from .._masking import mask_secrets
+
+    def hide(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if _SECRET_PARAMETER.search(unquote_plus(name)):
+            return f"{name}=***"
+        return f"{name}={mask_secrets(match.group(2))}"
+
+    return _PARAMETER.sub(hide, query)
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password replaced, so it can be shown in messages and ``store.url`` (a URL too malformed to
-    parse is redacted by pattern, so an error about it never shows the password)."""
+    """The URL with any password replaced, so it can be shown in messages and ``store.url``: the one in
+    ``user:password@``, the values of credential-named query parameters (``?password=``, ``?sslpassword=``,
+    ``?api_key=``…) and anything shaped like an API key in the query. A URL too malformed to parse is redacted by
+    pattern, so an error about it never shows the password."""
     try:
         parts = urlsplit(url)
         password, port = parts.password, parts.port
     except ValueError:
-        return _USERINFO_PASSWORD.sub(r"\1:***@", url)
-    if password is None:
+        head, mark, rest = url.partition("?")
+        return _USERINFO_PASSWORD.sub(r"\1:***@", head) + mark + _redact_query(rest)
+    netloc = parts.netloc
+    if password is not None:
+        host = parts.hostname or ""
+        if port is not None:
+            host = f"{host}:{port}"
+        netloc = (f"{parts.username}:***@" if parts.username else ":***@") + host
+    query, fragment = _redact_query(parts.query), _redact_query(parts.fragment)
+    if (netloc, query, fragment) == (parts.netloc, parts.query, parts.fragment):
         return url
-    host = parts.hostname or ""
-    if port is not None:
-        host = f"{host}:{port}"
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
