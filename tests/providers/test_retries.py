@@ -104,3 +104,44 @@ async def test_the_limit_counts_from_the_first_failure_and_a_wait_that_fits_is_m
         await model.aclose()
     first, second = openai_server.requests
     assert second.at - first.at >= 0.9
+
+
+# The error bodies the APIs answer when the account's money, not its rate, ran out (OpenAI's and Anthropic's own
+# texts): a retry bills nothing but cannot succeed either, and a caller that retries "rate limits" must not spin on it.
+_QUOTA_BODIES = {
+    "openai": {
+        "error": {
+            "message": "You exceeded your current quota, please check your plan and billing details.",
+            "type": "insufficient_quota",
+            "param": None,
+            "code": "insufficient_quota",
+        }
+    },
+    "anthropic": {
+        "type": "error",
+        "error": {
+            "type": "rate_limit_error",
+            "message": "This request would exceed your account's monthly spend limit. Please try again later.",
+        },
+    },
+}
+
+
+async def test_a_used_up_quota_or_spend_limit_is_not_retried_and_says_so(provider: Provider) -> None:
+    """Before, a 429 about the quota or the spend limit was retried 3 times and raised as a retryable rate limit."""
+    body = _QUOTA_BODIES[provider.name]
+    provider.server.add(Status(429, body=body), Answer("never reached"))
+    error = await fail(provider.model, max_retries=3)
+    assert provider.server.count == 1
+    assert (error.type, error.status, error.retryable) == ("quota", 429, False)
+    assert "quota or spend limit is used up" in str(error) and "Retrying cannot help" in str(error)
+    assert body["error"]["message"].rstrip(".") in str(error)  # type: ignore[index]
+
+
+async def test_an_ordinary_rate_limit_is_still_retried(provider: Provider) -> None:
+    body = {
+        "error": {"message": "Rate limit reached for requests per min. Please try again in 20ms.", "type": "requests"}
+    }
+    provider.server.add(Status(429, body=body), Answer("Once upon a time."))
+    assert await llm.model(provider.model).request(QUESTION).prompt_async() == "Once upon a time."
+    assert provider.server.count == 2

@@ -12,9 +12,24 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["error_text", "upstream_text"]
+__all__ = ["error_text", "quota_used_up", "upstream_text"]
 
 _decode = msgspec.json.Decoder().decode
+
+# How servers say that an account's money or quota, not its rate, is what ran out: OpenAI's ``insufficient_quota``
+# code (429 "You exceeded your current quota"), Anthropic's rate_limit_error about the "monthly spend limit" (and its
+# ``details.error_code``), OpenRouter's and LiteLLM's budget errors. A retry cannot help until someone pays or the
+# period resets.
+_QUOTA_CODES = frozenset(
+    {"insufficient_quota", "billing_hard_limit_reached", "enforced_spend_limit_reached", "budget_exceeded"}
+)
+_QUOTA_WORDS = (
+    "exceeded your current quota",
+    "spend limit",
+    "spending limit",
+    "credit balance",
+    "budget has been exceeded",
+)
 
 
 def error_text(data: Any) -> str | None:
@@ -47,3 +62,22 @@ def upstream_text(metadata: Any) -> str | None:
     text = inner or raw.strip()
     provider = metadata.get("provider_name")
     return f"{provider}: {text}" if isinstance(provider, str) and provider else text
+
+
+def quota_used_up(data: Any) -> bool:
+    """Whether a decoded error body says the account's quota, credit or spend limit is used up (see `_QUOTA_CODES`)."""
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    if not isinstance(data, dict):
+        return False
+    error = data.get("error")
+    if not isinstance(error, dict):
+        return False
+    details = error.get("details")
+    codes = [error.get("code"), error.get("type")]
+    if isinstance(details, dict):
+        codes.append(details.get("error_code"))
+    if any(isinstance(code, str) and code.lower() in _QUOTA_CODES for code in codes):
+        return True
+    message = error_text(data)
+    return message is not None and any(words in message.lower() for words in _QUOTA_WORDS)

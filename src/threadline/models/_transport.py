@@ -345,6 +345,13 @@ class Endpoint:
                 status=status,
             )
         if status == 429:
+            if self._quota_used_up(response.content):
+                return ModelError(
+                    f"{where} refused the request: the account's quota or spend limit is used up (HTTP 429): {detail}."
+                    " Retrying cannot help until it is raised or resets",
+                    type="quota",
+                    status=status,
+                )
             return ModelError(
                 f"{where} is rate limiting (HTTP 429): {detail}", type="rate_limit", status=status, retryable=True
             )
@@ -360,6 +367,17 @@ class Endpoint:
                 status=status,
             )
         return ModelError(f"{where} rejected the request (HTTP {status}): {detail}", type="bad_request", status=status)
+
+    @staticmethod
+    def _quota_used_up(body: bytes) -> bool:
+        import msgspec
+
+        from ._error_text import quota_used_up
+
+        try:
+            return quota_used_up(msgspec.json.decode(body))
+        except msgspec.DecodeError:
+            return False
 
     def _detail(self, body: bytes) -> str:
         """The server's own explanation from an error body (see `error_text`), on one line, secrets masked."""
