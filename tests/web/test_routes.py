@@ -233,3 +233,35 @@ def test_dates_before_the_year_1000_show_four_digit_years(sqlite_store, serve) -
         timeline = http.get("/c/ancient").text
         assert len(shown.findall(timeline)) == 2  # the conversation's update and its message
         assert len(shown.findall(http.get("/c/ancient/export.html").text)) == 1
+
+
+def test_out_of_range_numbers_in_the_query_are_a_clear_400(sqlite_store, serve) -> None:
+    conv = simple_conversation(sqlite_store, "Hello?", "Hi.")
+    served = serve(sqlite_store, model=ScriptedModel([]))
+    huge = "9" * 25
+    with httpx.Client(base_url=served.url, timeout=10) as http:
+        for path, name in [
+            ("/?offset=-1", "offset"),
+            (f"/?offset={huge}", "offset"),
+            (f"/?offset={2**63}", "offset"),
+            (f"/c/{conv.id}?before={huge}", "before"),
+            (f"/c/{conv.id}?before=-2", "before"),
+            (f"/c/{conv.id}/messages?after={huge}", "after"),
+            (f"/c/{conv.id}/messages?before={huge}", "before"),
+            (f"/c/{conv.id}/events?after={huge}", "after"),
+            (f"/c/{conv.id}/full/{conv.messages[0].id}?part={huge}", "part"),
+        ]:
+            answer = http.get(path)
+            assert answer.status_code == 400, path
+            assert f"{name} must be an integer from" in answer.text, path
+            assert "failed" not in answer.text, path
+        # The largest allowed values are read as such: nothing there, not a failure.
+        assert http.get(f"/?offset={2**53 - 1}").status_code == 200
+        assert http.get(f"/c/{conv.id}/messages?after={2**53 - 1}").json()["html"] == ""
+        # A browser resuming a stream with an impossible Last-Event-ID starts from its after= instead of failing.
+        with http.stream("GET", f"/c/{conv.id}/events?after=-1", headers={"last-event-id": huge}) as stream:
+            assert stream.status_code == 200
+            for line in stream.iter_lines():
+                if line.startswith("data:"):
+                    assert json.loads(line[5:])["seq"] >= 0
+                    break

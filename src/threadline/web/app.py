@@ -50,7 +50,7 @@ from .outline import outline_page
 from .reading import artifact_text, full_text
 from .render import markup, page_document, pager_query, render_items, safe_name, stylesheet
 from .security import Guard
-from .state import Viewer, in_thread, int_param
+from .state import MAX_PARAM, Viewer, in_thread, int_param
 from .timeline import Item, build_items, fork_links
 from .turns import TurnBusy
 
@@ -188,7 +188,7 @@ def _handler(viewer: Viewer, fn: Handler) -> Callable[[Request], Any]:
 # -- the list ----------------------------------------------------------------------------------------------------
 async def list_page(viewer: Viewer, request: Request) -> Response:
     query = request.query_params.get("q", "").strip()[:500]
-    offset = int_param(request, "offset") or 0
+    offset = int_param(request, "offset", minimum=0) or 0
     store = viewer.store
     if query:
         rows = await in_thread(store.search_conversations, query, LIST_SIZE + 1, offset)
@@ -304,7 +304,7 @@ async def events(viewer: Viewer, request: Request) -> Response:
     cid = request.path_params["cid"]
     after = int_param(request, "after")
     resume = request.headers.get("last-event-id")
-    if resume is not None and resume.lstrip("-").isdigit():
+    if resume is not None and resume.isascii() and resume.isdigit() and int(resume) <= MAX_PARAM:
         after = int(resume)
     await in_thread(viewer.store.get_conversation, cid)  # a 404 now rather than a stream that fails
     stream = event_stream(

@@ -53,10 +53,7 @@ def text_of(message: Message) -> tuple[str, str, str]:
 
 
 def _part(request: Request) -> int:
-    part = int_param(request, "part") or 0
-    if part < 0:
-        raise HTTPException(400, "part must not be negative")
-    return part
+    return int_param(request, "part", minimum=0) or 0
 
 
 def _chunks(text: str, escaped: bool) -> Iterator[str]:

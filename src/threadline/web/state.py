@@ -20,7 +20,7 @@ from .render import environment, epoch_ms, iso, render_items, render_tool_part
 from .timeline import build_items
 from .turns import TurnRunner
 
-__all__ = ["Viewer", "in_thread", "int_param"]
+__all__ = ["MAX_PARAM", "Viewer", "in_thread", "int_param"]
 
 
 class Viewer:
@@ -75,15 +75,21 @@ async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     return await to_thread.run_sync(fn, *args)
 
 
-def int_param(request: Request, name: str) -> int | None:
-    """An integer query parameter (None when absent or empty); anything else is a 400."""
+# The largest number a query parameter may hold: the page's script handles sequence numbers as JavaScript numbers,
+# exact up to here, and the stores' integers (64-bit) hold it with room for the arithmetic around it.
+MAX_PARAM = 2**53 - 1
+
+
+def int_param(request: Request, name: str, minimum: int = -1) -> int | None:
+    """An integer query parameter (None when absent or empty); anything else, or a number below ``minimum`` or
+    above `MAX_PARAM`, is a 400 that says what is allowed (never a store error: SQLite overflows past 64 bits)."""
     value = request.query_params.get(name)
     if value is None or value == "":
         return None
     try:
         number = int(value)
     except ValueError:
-        raise HTTPException(400, f"{name} must be an integer") from None
-    if number < -1:
-        raise HTTPException(400, f"{name} must not be negative")
+        number = None
+    if number is None or not minimum <= number <= MAX_PARAM:
+        raise HTTPException(400, f"{name} must be an integer from {minimum} to {MAX_PARAM:,}")
     return number
