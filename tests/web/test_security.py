@@ -52,6 +52,38 @@ def test_with_a_token_every_request_needs_it(sqlite_store, serve) -> None:
         assert TOKEN not in page.text
 
 
+def _launch(port: int, target: str) -> tuple[int, str | None]:
+    """Open ``target`` exactly as written (httpx would normalize it) and return the status and Location."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.putrequest("GET", target, skip_accept_encoding=True)
+        conn.endheaders()
+        answer = conn.getresponse()
+        answer.read()
+        return answer.status, answer.getheader("location")
+    finally:
+        conn.close()
+
+
+def test_the_launch_redirect_stays_on_the_viewer_and_keeps_the_path_as_sent(sqlite_store, serve) -> None:
+    served = serve(sqlite_store, model=ScriptedModel([]), token=TOKEN)
+    for target, location in [
+        (f"//evil.example/?token={TOKEN}", "/evil.example/"),  # not "//evil.example/", another host
+        (f"///evil.example?token={TOKEN}", "/evil.example"),
+        (f"/%5C%5Cevil.example?token={TOKEN}", "/%5C%5Cevil.example"),  # not "/\\evil.example", read as another host
+        (f"/c/abc%3Fat%3Dx?token={TOKEN}", "/c/abc%3Fat%3Dx"),  # a "?" of the path stays in the path
+        (f"/c/%C3%A9?token={TOKEN}", "/c/%C3%A9"),  # not "/c/Ã©"
+        (f"/c/x%0d%0aSet-Cookie:%20a=b?token={TOKEN}", "/c/x%0d%0aSet-Cookie:%20a=b"),  # no header break
+        (f"/?q=a%26b&token={TOKEN}&q2=%E2%9C%93", "/?q=a%26b&q2=%E2%9C%93"),
+        (f"/?to%6Ben={TOKEN}", "/"),
+    ]:
+        status, sent = _launch(served.port, target)
+        assert (status, sent) == (303, location), target
+        assert sent is not None and TOKEN not in sent
+
+
 def test_changes_need_a_same_origin_request(sqlite_store, serve) -> None:
     conv = simple_conversation(sqlite_store, "Hello?", "Hi.")
     served = serve(sqlite_store, model=ScriptedModel(["should never run"]), token=TOKEN)

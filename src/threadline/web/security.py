@@ -4,7 +4,8 @@
   on another site cannot reach the viewer through DNS rebinding.
 - **Token**: when the viewer has one, every request must carry it: ``Authorization: Bearer …``, an
   ``X-Threadline-Token`` header, or the cookie set when the launch URL (``/?token=…``) is opened. That URL answers
-  with a redirect to itself without the token, so the token does not stay in the address bar or the history.
+  with a redirect to itself without the token (built from the raw path, always to this viewer), so the token does
+  not stay in the address bar or the history.
 - **Origin**: a request that changes something (any method but GET/HEAD/OPTIONS) must come from a page of the viewer
   itself (``Origin`` equal to the viewer's own), so another site, or a generated page in its sandbox (origin
   ``null``), cannot post in the user's name.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, unquote_plus
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -78,7 +79,7 @@ class Guard:
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
             supplied = query.get("token")
             if supplied is not None and self._valid(supplied) and scope["method"] in SAFE_METHODS:
-                await self._adopt_token(scope, send, query, host)
+                await self._adopt_token(scope, send, host)
                 return
             if not self._valid(_token_of(headers, scope)):
                 await _refuse(send, 401, "This viewer needs its token: open the URL that `threadline serve` printed.")
@@ -94,10 +95,8 @@ class Guard:
         assert self.token is not None
         return supplied is not None and hmac.compare_digest(supplied.encode(), self.token.encode())
 
-    async def _adopt_token(self, scope: Scope, send: Send, query: dict[str, str], host: str) -> None:
+    async def _adopt_token(self, scope: Scope, send: Send, host: str) -> None:
         """Answer the launch URL: set the cookie, and send the browser to the same page without the token."""
-        del query["token"]
-        location = scope.get("path", "/") + (f"?{urlencode(query)}" if query else "")
         assert self.token is not None
         cookie = f"{cookie_name(host)}={self.token}; Path=/; HttpOnly; SameSite=Strict"
         await send(
@@ -105,7 +104,7 @@ class Guard:
                 "type": "http.response.start",
                 "status": 303,
                 "headers": [
-                    (b"location", location.encode()),
+                    (b"location", launch_target(scope).encode("ascii")),
                     (b"set-cookie", cookie.encode()),
                     (b"cache-control", b"no-store"),
                     *_DEFAULT_HEADERS,
@@ -113,6 +112,28 @@ class Guard:
             }
         )
         await send({"type": "http.response.body", "body": b""})
+
+
+# What may stay as it is in a path or query the redirect repeats: RFC 3986's unreserved and sub-delims, ":", "@",
+# "/" and "%" (the request's own escapes are kept, so %3F stays a character of the path and %2F a character of a
+# segment); everything else (spaces, quotes, controls, backslashes, bytes past ASCII) is percent-encoded.
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
+_QUERY_SAFE = _PATH_SAFE + "?"
+
+
+def launch_target(scope: Scope) -> str:
+    """Where the launch URL redirects: the same path and query, without ``token``, built from the raw bytes the
+    browser sent (not the decoded path: that would turn ``%3F`` into a query and ``%0A`` into a header break), and
+    always a path of this viewer: ``//evil.example`` (which a browser reads as another host) becomes ``/evil.example``.
+    """
+    raw = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
+    path = "/" + quote(raw, safe=_PATH_SAFE).lstrip("/")
+    kept = [
+        part
+        for part in scope.get("query_string", b"").split(b"&")
+        if part and unquote_plus(part.split(b"=", 1)[0].decode("latin-1")) != "token"
+    ]
+    return path + ("?" + quote(b"&".join(kept), safe=_QUERY_SAFE) if kept else "")
 
 
 def cookie_name(host: str) -> str:
