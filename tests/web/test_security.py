@@ -45,7 +45,7 @@ def test_with_a_token_every_request_needs_it(sqlite_store, serve) -> None:
         assert launch.status_code == 303
         assert launch.headers["location"] == f"/c/{conv.id}?at={conv.messages[0].id}"
         cookie = launch.headers["set-cookie"]
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
         assert http.cookies.get(f"threadline_token_{served.port}") == TOKEN
         page = http.get(f"/c/{conv.id}")
         assert page.status_code == 200 and "Private answer" in page.text

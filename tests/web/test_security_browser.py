@@ -186,3 +186,35 @@ def test_a_post_from_another_origin_is_refused(sqlite_store, serve, page) -> Non
     finally:
         attacker.stop()
     assert [m.content for m in sqlite_store.load(conv.id)] == ["Hello?", "Hi."]
+
+
+def test_a_link_from_another_site_opens_the_viewer_but_its_posts_are_refused(sqlite_store, serve, page) -> None:
+    conv = simple_conversation(sqlite_store, "Secret plans", "Keep them.")
+    served = serve(sqlite_store, model=ScriptedModel(["must not run"]), token=TOKEN)
+    page.goto(f"{served.url}/?token={TOKEN}")  # the user opened the viewer once
+
+    # Another site: localhost is a different site from 127.0.0.1, so the cookie's SameSite rule applies.
+    other = f"""<!doctype html><a id=link href="{served.url}/c/{conv.id}">the conversation</a>
+      <form id=f method=post action="{served.url}/c/{conv.id}/messages"><input name=text value="injected"></form>"""
+
+    async def other_page(request):
+        return HTMLResponse(other)
+
+    site = Served(Starlette(routes=[Route("/", other_page)]))
+    try:
+        page.goto(f"http://localhost:{site.port}/")
+        with page.expect_navigation():
+            page.click("#link")
+        expect(page).to_have_url(f"{served.url}/c/{conv.id}")
+        expect(page.locator("#items")).to_contain_text("Keep them.")  # not the "needs its token" page
+
+        page.goto(f"http://localhost:{site.port}/")
+        with page.expect_navigation() as posted:
+            page.evaluate("document.getElementById('f').submit()")
+        response = posted.value
+        assert response is not None and response.status in (401, 403)
+        expect(page.locator("body")).to_contain_text("refused" if response.status == 403 else "needs its token")
+    finally:
+        site.stop()
+    assert [m.content for m in sqlite_store.load(conv.id)] == ["Secret plans", "Keep them."]
+

@@ -98,7 +98,9 @@ class Guard:
     async def _adopt_token(self, scope: Scope, send: Send, host: str) -> None:
         """Answer the launch URL: set the cookie, and send the browser to the same page without the token."""
         assert self.token is not None
-        cookie = f"{cookie_name(host)}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+        # Lax, not Strict: a link into the viewer from another site (a chat, a ticket) must open the page, and
+        # Lax still keeps the cookie off every cross-site request but a top-level GET, which changes nothing.
+        cookie = f"{cookie_name(host)}={self.token}; Path=/; HttpOnly; SameSite=Lax"
         await send(
             {
                 "type": "http.response.start",
