@@ -218,3 +218,18 @@ def test_a_link_from_another_site_opens_the_viewer_but_its_posts_are_refused(sql
         site.stop()
     assert [m.content for m in sqlite_store.load(conv.id)] == ["Secret plans", "Keep them."]
 
+
+def test_the_launch_url_leaves_the_address_bar_the_back_button_and_the_referrer(sqlite_store, serve, page) -> None:
+    conv = simple_conversation(sqlite_store, "Secret plans", "Keep them.")
+    served = serve(sqlite_store, model=ScriptedModel([]), token=TOKEN)
+    page.goto(f"{served.url}/c/{conv.id}?token={TOKEN}")
+    expect(page).to_have_url(f"{served.url}/c/{conv.id}")
+    expect(page.locator("#items")).to_contain_text("Keep them.")
+    assert TOKEN not in page.evaluate("document.referrer")
+    length = page.evaluate("history.length")
+    page.goto(f"{served.url}/")
+    page.go_back()
+    expect(page).to_have_url(f"{served.url}/c/{conv.id}")
+    page.go_back()  # before the viewer: the blank tab, never the launch URL
+    assert TOKEN not in page.url
+    assert page.evaluate("history.length") == length + 1

@@ -4,8 +4,12 @@
   on another site cannot reach the viewer through DNS rebinding.
 - **Token**: when the viewer has one, every request must carry it: ``Authorization: Bearer …``, an
   ``X-Threadline-Token`` header, or the cookie set when the launch URL (``/?token=…``) is opened. That URL answers
-  with a redirect to itself without the token (built from the raw path, always to this viewer), so the token does
-  not stay in the address bar or the history.
+  with a redirect to itself without the token (built from the raw path, always to this viewer), so the token leaves
+  the address bar, Back never returns to it and no page's referrer holds it. The browser's list of visited
+  addresses (its History) still records the launch URL: a browser records every address it opens, before any
+  answer (a redirect, a page that replaces its own history entry) could prevent it. The cookie is ``SameSite=Lax``,
+  so a link from another site into the viewer opens the page; cross-site requests that could change something
+  carry no cookie, and the Origin rule below refuses them anyway.
 - **Origin**: a request that changes something (any method but GET/HEAD/OPTIONS) must come from a page of the viewer
   itself (``Origin`` equal to the viewer's own), so another site, or a generated page in its sandbox (origin
   ``null``), cannot post in the user's name.
