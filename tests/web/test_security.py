@@ -112,5 +112,7 @@ def test_pages_and_frames_are_locked_down(sqlite_store, serve) -> None:
         assert f'<iframe sandbox="allow-scripts" src="/p/{page_id}"' in timeline
         assert "allow-same-origin" not in timeline
         generated = http.get(f"/p/{page_id}")
-        assert generated.headers["content-security-policy"] == "sandbox allow-scripts"
+        policy = generated.headers["content-security-policy"]
+        assert policy.startswith("sandbox allow-scripts;") and "allow-same-origin" not in policy
+        assert "default-src 'none'" in policy and "connect-src 'none'" in policy
         assert generated.headers["x-content-type-options"] == "nosniff"

@@ -233,3 +233,64 @@ def test_the_launch_url_leaves_the_address_bar_the_back_button_and_the_referrer(
     page.go_back()  # before the viewer: the blank tab, never the launch URL
     assert TOKEN not in page.url
     assert page.evaluate("history.length") == length + 1
+
+
+def test_a_generated_page_runs_its_own_code_but_reaches_no_other_server(sqlite_store, serve, page) -> None:
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(204)
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            self.do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    outside = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=outside.serve_forever, daemon=True).start()
+    far = f"http://127.0.0.1:{outside.server_port}"
+    html = (
+        f'<p id=out>waiting</p><p id=styled>styled</p><img id=pixel src="{far}/img">'
+        f'<link rel=stylesheet href="{far}/css">'
+        f'<link rel=prefetch href="{far}/prefetch"><div style="background:url({far}/inline-bg)"></div>'
+        '<img id=local src="data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7">'
+        f'<video src="{far}/video"></video><iframe src="{far}/frame"></iframe>'
+    )
+    js = f"""
+    document.getElementById('styled').style.color = 'rgb(1, 2, 3)';
+    fetch('{far}/fetch').catch(() => {{}});
+    new Image().src = '{far}/js-img';
+    navigator.sendBeacon('{far}/beacon', 'x');
+    try {{ new WebSocket('ws://127.0.0.1:{outside.server_port}/ws'); }} catch (e) {{}}
+    const x = new XMLHttpRequest(); x.open('GET', '{far}/xhr'); try {{ x.send(); }} catch (e) {{}}
+    const style = '<style>@import url({far}/import); #out {{ font-weight: 700 }}</style>';
+    document.head.insertAdjacentHTML('beforeend', style);
+    document.getElementById('out').textContent = 'script ran';
+    """
+    try:
+        conv, page_id = page_conversation(sqlite_store, js, html)
+        served = serve(sqlite_store, model=ScriptedModel([]))
+
+        page.goto(f"{served.url}/c/{conv.id}")
+        frame = page.frame_locator(f'iframe[src="/p/{page_id}"]')
+        page.locator(f'iframe[src="/p/{page_id}"]').scroll_into_view_if_needed()
+        expect(frame.locator("#out")).to_have_text("script ran")  # the page's own script runs
+        expect(frame.locator("#styled")).to_have_css("color", "rgb(1, 2, 3)")
+        expect(frame.locator("#out")).to_have_css("font-weight", "700")  # its own styles apply
+        expect(frame.locator("body")).to_have_css("font-family", "sans-serif")
+        expect(frame.locator("#local")).to_have_js_property("naturalWidth", 1)  # data: images load
+
+        page.goto(f"{served.url}/p/{page_id}")  # opened on its own, too
+        expect(page.locator("#out")).to_have_text("script ran")
+        page.wait_for_timeout(1_000)
+    finally:
+        outside.shutdown()
+        outside.server_close()
+    assert hits == []

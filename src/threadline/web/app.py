@@ -49,7 +49,7 @@ from .markdown import highlight_css
 from .outline import outline_page
 from .reading import artifact_text, full_text
 from .render import markup, page_document, pager_query, render_items, safe_name, stylesheet
-from .security import Guard
+from .security import PAGE_CSP, Guard
 from .state import MAX_PARAM, Viewer, in_thread, int_param
 from .timeline import Item, build_items, fork_links
 from .turns import TurnBusy
@@ -482,7 +482,7 @@ async def generated_page(viewer: Viewer, request: Request) -> Response:
     return HTMLResponse(
         page_document(page),
         headers={
-            "content-security-policy": "sandbox allow-scripts",
+            "content-security-policy": PAGE_CSP,
             "x-frame-options": "SAMEORIGIN",
             "cache-control": "no-store",
         },

@@ -127,8 +127,9 @@ def pager_query(query: str, offset: int) -> str:
 
 def page_document(page: PageInfo) -> str:
     """A generated page as one HTML document: its title, CSS, HTML and script. It is served with
-    ``Content-Security-Policy: sandbox allow-scripts``, so its script runs in an opaque origin, apart from the
-    viewer; the only escaping here keeps the parts from closing each other's elements."""
+    `threadline.web.security.PAGE_CSP` (``sandbox allow-scripts``, inline code only, no network), so its script
+    runs in an opaque origin, apart from the viewer, and reaches no server; the only escaping here keeps the parts
+    from closing each other's elements."""
     from html import escape
 
     css = page.css.replace("</", "<\\/")

@@ -30,7 +30,7 @@ from urllib.parse import parse_qsl, quote, unquote_plus
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["LOOPBACK_NAMES", "VIEWER_CSP", "Guard", "host_name"]
+__all__ = ["LOOPBACK_NAMES", "PAGE_CSP", "VIEWER_CSP", "Guard", "host_name"]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -38,6 +38,15 @@ TOKEN_HEADER = "x-threadline-token"
 VIEWER_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+# A generated page (``/p/<id>``): its own inline HTML, CSS and script run, in a sandbox (an opaque origin, apart from
+# the viewer), and nothing in it reaches the network: no image, stylesheet, font, fetch, beacon or socket to any
+# server, so a page cannot send what it shows (or that it was opened) anywhere. Only data: and blob: URLs load.
+PAGE_CSP = (
+    "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; "
+    "style-src 'unsafe-inline'; img-src data: blob:; font-src data:; media-src data: blob:; connect-src 'none'; "
+    "frame-src 'none'; worker-src 'none'; object-src 'none'; manifest-src 'none'; form-action 'none'; "
+    "base-uri 'none'; frame-ancestors 'self'"
 )
 _DEFAULT_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
