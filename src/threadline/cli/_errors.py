@@ -18,10 +18,13 @@ EXIT_OTHER = 1
 
 
 class CommandError(click.ClickException):
-    """A failure shown as ``Error: <message>`` with a chosen exit code."""
+    """A failure shown as ``Error: <message>`` with a chosen exit code; the message often quotes a server, a model
+    or a file, so its control characters are shown escaped."""
 
     def __init__(self, message: str, exit_code: int = EXIT_OTHER) -> None:
-        super().__init__(message)
+        from ._terminal import visible
+
+        super().__init__(visible(message))
         self.exit_code = exit_code
 
 

@@ -1,5 +1,7 @@
 """Showing a log in the terminal with rich: tool calls grouped with their results, failures with their partial
-output, and (when asked for) the model's thinking, dimmed. Used by ``prompt``, ``demo`` and ``logs show``."""
+output, and (when asked for) the model's thinking, dimmed. Used by ``prompt``, ``demo`` and ``logs show``.
+
+Every text shown here came from a model, a tool or a file: it goes through `threadline.cli._terminal.visible`."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ..messages import (
     UserMessage,
     answer_parts,
 )
+from ._terminal import visible, visible_json
 
 __all__ = ["format_arguments", "render_log", "render_message", "thinking_style", "thinking_text", "tool_group"]
 
@@ -29,21 +32,22 @@ PREVIEW_CHARS = 600
 
 
 def format_arguments(call: ToolCall) -> str:
-    """A call's arguments as compact JSON (or the raw text the model sent when it was not JSON)."""
+    """A call's arguments as compact JSON (or the raw text the model sent when it was not JSON), safe to print."""
     if call.raw_arguments is not None:
-        return call.raw_arguments
-    return json.dumps(call.arguments, ensure_ascii=False)
+        return visible(call.raw_arguments)
+    return visible_json(json.dumps(call.arguments, ensure_ascii=False))
 
 
 def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+    """The start of ``text`` (a model's, a tool's or a file's), safe to print."""
+    return visible(text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)")
 
 
 def tool_group(call: ToolCall, result: ToolMessage | None) -> Panel:
     """One tool call and its result in one box."""
     body = Text()
     body.append("→ ", style="cyan")
-    body.append(f"{call.name}", style="bold cyan")
+    body.append(visible(call.name), style="bold cyan")
     body.append(f"({format_arguments(call)})", style="cyan")
     if result is None:
         body.append("\n… no result", style="yellow")
@@ -74,7 +78,7 @@ def thinking_text(piece: Reasoning) -> Text:
     else:
         body = "(no text)"
     source = f" · {piece.provider}" if piece.provider else ""
-    return Text(f"thinking{source}: {body}", style=thinking_style())
+    return Text(visible(f"thinking{source}: {body}"), style=thinking_style())
 
 
 def render_message(
@@ -83,10 +87,10 @@ def render_message(
     """A rich renderable for one message; an assistant message with calls shows each call with its result, and
     with ``show_reasoning`` its thinking, dimmed, where the model produced it (before its answer, as a rule)."""
     if isinstance(message, UserMessage):
-        text = Text(message.content)
+        text = Text(visible(message.content))
         for attachment in message.attachments:
             text.append(
-                f"\n[{attachment.kind}: {attachment.ref or attachment.name or attachment.media_type or ''}]",
+                visible(f"\n[{attachment.kind}: {attachment.ref or attachment.name or attachment.media_type or ''}]"),
                 style="dim",
             )
         return Panel(text, title="user", title_align="left", border_style="blue")
@@ -98,15 +102,15 @@ def render_message(
         style = "red" if message.is_error else "green"
         return Panel(
             Text(_preview(message.content), style=style),
-            title=f"result of {message.tool_name}",
+            title=Text(visible(f"result of {message.tool_name}")),
             title_align="left",
             border_style=style,
         )
     answer: list[Any] = []
     if message.content:
-        answer.append(Text(message.content))
+        answer.append(Text(visible(message.content)))
     if message.error is not None:
-        answer.append(Text(f"failed: {message.error.type}: {message.error.message}", style="bold red"))
+        answer.append(Text(visible(f"failed: {message.error.type}: {message.error.message}"), style="bold red"))
         if not message.content:
             answer.append(Text("(no partial output)", style="dim"))
     parts: list[Any] = []
@@ -123,7 +127,8 @@ def render_message(
         parts.extend(answer)
         for call in message.tool_calls:
             parts.append(tool_group(call, (results or {}).get(call.id)))
-    title = "assistant" + (f" · {message.model}" if message.model else "")
+    # A Text title: rich would read "[...]" in a str title (the model's name, from the server) as markup.
+    title = Text(visible("assistant" + (f" · {message.model}" if message.model else "")))
     border = "red" if message.error is not None else "magenta"
     return Panel(
         Group(*parts) if parts else Text("(empty)", style="dim"), title=title, title_align="left", border_style=border

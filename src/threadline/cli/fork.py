@@ -32,9 +32,12 @@ def fork(conversation_id: str, at: str | None, title: str | None, store_url: str
                 raise click.ClickException(f"conversation {conversation_id} has no messages to fork")
             at = last[0].id
         info = store.fork_conversation(conversation_id, at, title=title)
+    from ._terminal import visible
+
     click.echo(info.id)
     click.echo(
-        f"forked {conversation_id}@{at} into {info.id} ({info.message_count} messages); "
+        # A message id read from an imported file may hold anything: shown escaped.
+        f"forked {conversation_id}@{visible(at)} into {info.id} ({info.message_count} messages); "
         f'continue it with: threadline prompt --cid {info.id} "…"',
         err=True,
     )

@@ -1,6 +1,7 @@
 """``threadline logs list`` and ``threadline logs show ID``: the stored conversations, in the terminal.
 
-Both read the store named by ``--store`` (default: ``THREADLINE_STORE``, else the default SQLite file).
+Both read the store named by ``--store`` (default: ``THREADLINE_STORE``, else the default SQLite file). What the
+store holds came from models, tools and files: it is printed with its control characters escaped.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._errors import EXIT_USAGE, CommandError, friendly_errors
+from ._terminal import visible, visible_json
 from .store_option import open_cli_store, store_option
 
 if TYPE_CHECKING:
@@ -62,7 +64,7 @@ def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None
             }
             for info in infos
         ]
-        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        click.echo(visible_json(json.dumps(rows, ensure_ascii=False, indent=2)))
         return
     from rich.console import Console
     from rich.table import Table
@@ -83,7 +85,7 @@ def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None
     for info in infos:
         table.add_row(
             info.id,
-            Text(info.title or "(untitled)"),
+            Text(visible(info.title or "(untitled)")),
             _when(info.updated_at),
             str(info.message_count),
             info.active_mode or "",
@@ -169,9 +171,9 @@ def show(
     end = start + len(page)
     if as_json:
         if built is None:
-            click.echo(page.to_json())
+            click.echo(visible_json(page.to_json()))
         else:
-            click.echo(json.dumps(_context_json(page, built), ensure_ascii=False, indent=2))
+            click.echo(visible_json(json.dumps(_context_json(page, built), ensure_ascii=False, indent=2)))
         return
     from rich.console import Console
     from rich.text import Text
@@ -179,7 +181,7 @@ def show(
     from ._render import render_log
 
     console = Console()
-    header = Text(info.title or "(untitled)", style="bold")
+    header = Text(visible(info.title or "(untitled)"), style="bold")
     active = f" · mode {info.active_mode}" if info.active_mode else ""
     header.append(
         f"  {info.id} · {info.message_count} messages · updated {_when(info.updated_at)}{active}", style="dim"
@@ -193,8 +195,8 @@ def show(
     if pages:
         console.print(_pages_text(pages), highlight=False)
     if built is not None:
-        console.print(Text(_request_text(built)), highlight=False)
-        console.print(Text(_report_text(built, total)), highlight=False)
+        console.print(Text(visible(_request_text(built))), highlight=False)
+        console.print(Text(visible(_report_text(built, total))), highlight=False)
 
 
 def _pages_text(pages: list[PageInfo]) -> Text:
@@ -207,7 +209,7 @@ def _pages_text(pages: list[PageInfo]) -> Text:
     for page in pages:
         # Titles are the model's text: a Text object keeps rich from reading "[...]" in them as markup.
         text.append(f"\n  {page.id}  {_when(page.created_at)}  ")
-        text.append(page.title or "(untitled)")
+        text.append(visible(page.title or "(untitled)"))
         text.append(f"  {page_url(page.id)}", style="cyan")
     return text
 

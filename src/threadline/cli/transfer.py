@@ -57,7 +57,9 @@ def export(
 
         text = MessageList(logs[0][1]).to_json()
         if output is None:
-            click.echo(text)
+            from ._terminal import visible_json
+
+            click.echo(visible_json(text))  # the same JSON value; nothing in it a terminal obeys
             return
         from ..store.jsonfiles import write_atomic
 

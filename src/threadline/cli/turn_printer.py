@@ -1,6 +1,7 @@
 """Showing a turn as it happens: `TurnPrinter` (answer text streamed, the model's thinking dimmed before it when
 asked for, each tool call with its result in one box, failures as a red line), `run_printed_turn`, and what a command
-says after Ctrl-C (`TurnInterrupted`, `interrupted`, exit code 130)."""
+says after Ctrl-C (`TurnInterrupted`, `interrupted`, exit code 130). The model's text, thinking and errors are shown
+with their control characters escaped (`threadline.cli._terminal`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
 from ._errors import CommandError, silence_stdout
+from ._terminal import VisibleStream, visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,19 +61,28 @@ class TurnPrinter:
         self._streamed = False
         self._pending: list[ToolCall] = []
         self._results: dict[str, ToolMessage] = {}
+        # The model's text may hold terminal controls (colours, window titles, clipboard writes): shown escaped.
+        self._text_stream = VisibleStream()
+        self._thinking_stream = VisibleStream()
 
     def on_reasoning(self, piece: str) -> None:
         """A piece of the model's thinking being streamed (shown only when a ``thinking`` console was given)."""
-        console = self.thinking
-        if console is None:
+        if self.thinking is None:
             return
         if not self._in_thinking:
             self._end_text()  # thinking in a later round of the turn starts on its own line
             self._in_thinking = True
+        self._print_thinking(self._thinking_stream.feed(piece))
+
+    def _print_thinking(self, text: str) -> None:
+        if not text or self.thinking is None:
+            return
         from ._render import thinking_style
 
         # soft_wrap: the pieces are parts of one text, which the terminal wraps; rich must not break lines itself.
-        console.print(piece, style=thinking_style(), end="", markup=False, highlight=False, emoji=False, soft_wrap=True)
+        self.thinking.print(
+            text, style=thinking_style(), end="", markup=False, highlight=False, emoji=False, soft_wrap=True
+        )
 
     def on_text(self, piece: str) -> None:
         """A piece of the answer being streamed."""
@@ -81,7 +92,9 @@ class TurnPrinter:
             if self.label:
                 self.write(self.label)
         self._streamed = True
-        self.write(piece)
+        shown = self._text_stream.feed(piece)
+        if shown:
+            self.write(shown)
 
     def on_message(self, message: Message) -> None:
         """A message the turn recorded."""
@@ -92,7 +105,11 @@ class TurnPrinter:
             self._end_text()
             self._streamed = False
             if message.error is not None:
-                self.events.print(f"[bold red]failed:[/] {message.error.type}: {message.error.message}", markup=True)
+                from rich.text import Text
+
+                line = Text("failed:", style="bold red")
+                line.append(visible(f" {message.error.type}: {message.error.message}"))
+                self.events.print(line)
             self._flush_tools()
             self._pending = list(message.tool_calls)
             self._results = {}
@@ -109,12 +126,13 @@ class TurnPrinter:
 
     def _end_thinking(self) -> None:
         if self._in_thinking and self.thinking is not None:
+            self._print_thinking(self._thinking_stream.flush())
             self.thinking.print(soft_wrap=True)
             self._in_thinking = False
 
     def _end_text(self) -> None:
         if self._in_text:
-            self.write("\n")
+            self.write(self._text_stream.flush() + "\n")
             self._in_text = False
 
     def _flush_tools(self) -> None:
