@@ -13,6 +13,7 @@ import httpx
 from tests.web._data import page_conversation, simple_conversation, weather_conversation
 from threadline import AssistantMessage, MessageList, ToolCall, ToolMessage, UserMessage
 from threadline.testing import ScriptedModel
+from threadline.web.security import PAGE_CSP
 
 ARTICLE = re.compile(r'<article class="msg[^"]*" id="m-([^"]+)" data-seq="(\d+)"')
 
@@ -67,7 +68,7 @@ def test_read_routes_answer_with_the_right_status(sqlite_store, serve) -> None:
 
         generated = http.get(f"/p/{page_id}")
         assert generated.status_code == 200
-        assert generated.headers["content-security-policy"] == "sandbox allow-scripts"
+        assert generated.headers["content-security-policy"] == PAGE_CSP
         assert "document.getElementById('out')" in generated.text
         missing = http.get("/p/no-such-page")
         assert missing.status_code == 404 and "Traceback" not in missing.text
