@@ -13,11 +13,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from .. import __version__
+from ..messages import Message
 from ..models import Model
-from ..store import MessagePage, Store
+from ..store import MessagePage, Store, whole_tool_groups
 from .live import TurnEvents
 from .render import environment, epoch_ms, iso, render_items, render_tool_part
-from .timeline import build_items
+from .timeline import ToolView, build_items
 from .turns import TurnRunner
 
 __all__ = ["MAX_PARAM", "Viewer", "in_thread", "int_param"]
@@ -47,20 +48,26 @@ class Viewer:
 
     def message_events(self, cid: str, page: MessagePage) -> list[dict[str, Any]]:
         """The ``message`` event payloads of newly appended messages (reads the store: call it in a worker
-        thread)."""
-        items = build_items(page.messages, page.seqs)
+        thread).
+
+        A result whose call was appended earlier is rendered with that call (read back from the store), so the
+        group it completes on the page shows the same arguments, output and buttons as after a reload.
+        """
+        whole = whole_tool_groups(self.store, cid, page)
+        fresh: dict[str | None, tuple[Message, int]] = {
+            message.id: (message, seq) for message, seq in zip(page.messages, page.seqs, strict=True)
+        }
         payloads: list[dict[str, Any]] = []
-        for item in items:
+        for item in build_items(whole.messages, whole.seqs):
+            if item.id not in fresh:
+                # An earlier call: one payload per new result of it, in the order they were appended.
+                done = sorted((v for v in item.tools if v.result_id in fresh), key=lambda v: fresh[v.result_id][1])
+                payloads.extend(self._result_payload(cid, *fresh[view.result_id], view) for view in done)
+                continue
             payload: dict[str, Any] = {"seq": item.seq, "id": item.id, "role": item.kind}
             payload["html"] = render_items(self.env, [item], cid)
             if item.standalone is not None:
-                tool = item.standalone
-                payload["call_id"] = tool.call_id
-                for part in ("body", "status", "page"):
-                    payload[part] = render_tool_part(self.env, part, tool, cid)
-                payload["state"] = tool.state
-                payload["ms"] = tool.duration_ms
-                payload["at"] = epoch_ms(item.created_at)
+                payload.update(self._tool_parts(cid, item.standalone))
             payloads.append(payload)
         if payloads and page.last_seq is not None:
             payloads[-1]["seq"] = page.last_seq  # results folded into their call's item count as read too
@@ -68,6 +75,25 @@ class Viewer:
             payloads[-1]["count"] = info.message_count
             payloads[-1]["updated"] = iso(info.updated_at)
         return payloads
+
+    def _result_payload(self, cid: str, message: Message, seq: int, view: ToolView) -> dict[str, Any]:
+        """The payload of a new result that completes a call shown earlier: its parts rendered with the call, and
+        (``html``) the result alone, for a page that does not show the call."""
+        alone = build_items([message], [seq])[0]
+        payload: dict[str, Any] = {"seq": seq, "id": alone.id, "role": alone.kind}
+        payload["html"] = render_items(self.env, [alone], cid)
+        payload.update(self._tool_parts(cid, view))
+        return payload
+
+    def _tool_parts(self, cid: str, tool: ToolView) -> dict[str, Any]:
+        """What completes a tool group on the page: its body, status and page frame, state, duration and end."""
+        parts: dict[str, Any] = {"call_id": tool.call_id}
+        for part in ("body", "status", "page"):
+            parts[part] = render_tool_part(self.env, part, tool, cid)
+        parts["state"] = tool.state
+        parts["ms"] = tool.duration_ms
+        parts["at"] = epoch_ms(tool.finished_at) if tool.finished_at is not None else None
+        return parts
 
 
 async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:

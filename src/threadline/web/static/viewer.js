@@ -226,6 +226,7 @@
       group.classList.remove("state-pending");
       group.classList.add("state-" + data.state);
       if (data.ms !== null && data.ms !== undefined) group.dataset.ms = data.ms;
+      group.dataset.resultId = data.id;
       const owner = group.closest(".msg");
       if (owner && data.at) owner.dataset.end = String(Math.max(Number(owner.dataset.end || 0), Number(data.at)));
       const slot = group.nextElementSibling;
