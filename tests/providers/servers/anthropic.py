@@ -5,6 +5,9 @@ The shapes follow the API reference: a ``message`` object with ``content`` block
 ``content_block_start``, ``content_block_delta`` (``text_delta`` or ``input_json_delta`` with ``partial_json``
 fragments) and ``content_block_stop``, with a ``ping`` after the first block starts, then ``message_delta`` (stop
 reason and output usage) and ``message_stop``.
+
+Like the real API it refuses (HTTP 400, ``invalid_request_error``, with the API's texts) empty or whitespace-only
+text blocks, empty messages, and ``document`` blocks whose source is not a documented shape.
 """
 
 from __future__ import annotations
@@ -71,6 +74,49 @@ def _schema_problem(node: Any, where: str) -> str | None:
     return None
 
 
+def _content_problem(messages: list[Any]) -> str | None:
+    """The API's error text for content it refuses: an empty message, an empty or whitespace-only text block
+    ("messages: text content blocks must be non-empty" / "… must contain non-whitespace text"), and a ``document``
+    block whose source is not one of the documented shapes (base64 ``application/pdf``; plain ``text`` with
+    ``media_type: "text/plain"``; a PDF ``url``)."""
+    for number, message in enumerate(messages):
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not content and not (number == len(messages) - 1 and message.get("role") == "assistant"):
+            return (
+                f"messages.{number}: all messages must have non-empty content except for the optional final "
+                "assistant message"
+            )
+        for index, block in enumerate(content):
+            where = f"messages.{number}.content.{index}"
+            if block.get("type") == "text":
+                text = block.get("text")
+                if not text:
+                    return "messages: text content blocks must be non-empty"
+                if not text.strip():
+                    return "messages: text content blocks must contain non-whitespace text"
+            elif block.get("type") == "document":
+                source = block.get("source") or {}
+                kind = source.get("type")
+                if kind == "base64":
+                    if source.get("media_type") != "application/pdf":
+                        return f"{where}.pdf.source.base64.media_type: Input should be 'application/pdf'"
+                    if not source.get("data"):
+                        return f"{where}.pdf.source.base64.data: the document is empty"
+                elif kind == "text":
+                    if source.get("media_type") != "text/plain":
+                        return f"{where}.text.source.text.media_type: Input should be 'text/plain'"
+                    if not isinstance(source.get("data"), str):
+                        return f"{where}.text.source.text.data: Input should be a valid string"
+                elif kind != "url":
+                    return (
+                        f"{where}.document.source: Input tag '{kind}' found using 'type' does not match any of the "
+                        "expected tags"
+                    )
+    return None
+
+
 def tool_id(tool: Any) -> str:
     return tool.id or "toolu_01" + secrets.token_hex(11)
 
@@ -99,10 +145,14 @@ class FakeAnthropic(FakeServer):
         return {"type": "error", "error": {"type": kind, "message": messages.get(status, kind.replace("_", " "))}}
 
     def refuse(self, request: Recorded) -> Status | None:
-        """Claude's JSON outputs (``output_config.format``): only the families that have them, and only the JSON
-        Schema subset they take (every object with ``additionalProperties: false``; no numeric bounds, string
-        lengths or array bounds beyond ``minItems`` 0 or 1), as Anthropic's structured-outputs guide lists."""
+        """What the API refuses in ``messages`` (see `_content_problem`); then Claude's JSON outputs
+        (``output_config.format``): only the families that have them, and only the JSON Schema subset they take
+        (every object with ``additionalProperties: false``; no numeric bounds, string lengths or array bounds
+        beyond ``minItems`` 0 or 1), as Anthropic's structured-outputs guide lists."""
         body = request.json or {}
+        problem = _content_problem(body.get("messages") or [])
+        if problem:
+            return _invalid(problem)
         output_format = (body.get("output_config") or {}).get("format")
         if output_format is None:
             return None
