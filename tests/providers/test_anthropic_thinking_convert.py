@@ -345,8 +345,8 @@ def test_a_streamed_thinking_block_that_ends_unsigned_is_a_bad_response() -> Non
             "a content block of a type threadline does not know \\('server_tool_use', block 0\\)",
         ),
         (
-            '{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}',
-            "a content_block_delta of a type threadline does not know \\('citations_delta'\\)",
+            '{"type":"content_block_delta","index":0,"delta":{"type":"future_delta","x":1}}',
+            "a content_block_delta of a type threadline does not know \\('future_delta'\\)",
         ),
         (
             '{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"x"}}',

@@ -26,6 +26,7 @@ How the log maps onto Anthropic's stricter shape:
   received; the rules of thinking on the wire (a budget or adaptive thinking, by the family's profile) live in
   `_anthropic_thinking`. A content block of a type this module
   does not know is refused (``bad_response``) rather than dropped.
+- Citations (``citations`` on text blocks, ``citations_delta`` in a stream) are not kept: the cited text is.
 """
 
 from __future__ import annotations
@@ -523,6 +524,8 @@ class MessageStream(StreamReader):
                     thought[1].append(delta.thinking)
                     return ReasoningDelta(delta.thinking, part=thought[0], provider=PROVIDER)
                 return None
+            if delta_type == "citations_delta":
+                return None  # a citation of the text block's text: the text is kept, citations are not (as unstreamed)
             raise _bad(f"a content_block_delta of a type threadline does not know ({delta_type!r})")
         if kind == "content_block_start":
             start = item.content_block

@@ -1,0 +1,129 @@
+"""What Anthropic's wire format has beyond text and tool calls, over real HTTP against the fake Messages API:
+citations in an answer (streamed as ``citations_delta``), file attachments as ``document`` blocks, text the API
+refuses (empty or whitespace only), server tools passed as the ``anthropic_tools`` extra and their answers, and the
+spend-limit ``rate_limit_error``. The shapes are those of Anthropic's API reference and error docs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from threadline import llm
+from threadline.messages import AssistantMessage
+from threadline.models.anthropic import AnthropicModel
+
+from .conftest import make_anthropic
+from .servers import Events, FakeAnthropic, Status
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+# A citation of a plain-text document, as the citations guide shows it.
+CITATION = {
+    "type": "char_location",
+    "cited_text": "The grass is green. ",
+    "document_index": 0,
+    "document_title": "Example Document",
+    "start_char_index": 0,
+    "end_char_index": 20,
+}
+WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+
+
+def get_weather(city: str) -> str:
+    """The current weather in a city."""
+    return f"22 C and sunny in {city}"
+
+
+@pytest.fixture
+async def claude(anthropic_server: FakeAnthropic) -> AsyncIterator[AnthropicModel]:
+    model = make_anthropic(anthropic_server)
+    yield model
+    await model.aclose()
+
+
+def event(kind: str, **data: Any) -> tuple[str, str]:
+    return kind, json.dumps({"type": kind, **data})
+
+
+def message_start() -> tuple[str, str]:
+    message = {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": "claude-haiku-4-5",
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 25, "output_tokens": 1},
+    }
+    return event("message_start", message=message)
+
+
+def message_end(stop: str = "end_turn") -> list[tuple[str, str]]:
+    return [
+        event("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage={"output_tokens": 15}),
+        event("message_stop"),
+    ]
+
+
+def message_body(content: list[dict[str, Any]], stop: str = "end_turn") -> dict[str, Any]:
+    return {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-haiku-4-5",
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 25, "output_tokens": 15},
+    }
+
+
+def user_blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [block for message in body["messages"] if message["role"] == "user" for block in message["content"]]
+
+
+# -- citations ------------------------------------------------------------------------------------------------------
+
+
+async def test_a_streamed_citation_keeps_the_answer(anthropic_server: FakeAnthropic, claude: AnthropicModel) -> None:
+    """Before, a ``citations_delta`` failed the call after the text before it was shown, and the answer was lost."""
+    anthropic_server.add(
+        Events(
+            (
+                message_start(),
+                event("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+                event("content_block_delta", index=0, delta={"type": "text_delta", "text": "According to it, "}),
+                event("content_block_stop", index=0),
+                event("content_block_start", index=1, content_block={"type": "text", "text": "", "citations": []}),
+                event("content_block_delta", index=1, delta={"type": "citations_delta", "citation": CITATION}),
+                event("content_block_delta", index=1, delta={"type": "text_delta", "text": "the grass is green"}),
+                event("content_block_stop", index=1),
+                event("content_block_start", index=2, content_block={"type": "text", "text": ""}),
+                event("content_block_delta", index=2, delta={"type": "text_delta", "text": "."}),
+                event("content_block_stop", index=2),
+                *message_end(),
+            )
+        )
+    )
+    conv = llm.model(claude).request("What colour is the grass?").prompt_conversation()
+    (answer,) = [message async for message in conv.run()]
+    assert isinstance(answer, AssistantMessage) and answer.error is None
+    assert answer.content == "According to it, the grass is green."
+    assert anthropic_server.count == 1
+    conv.messages.validate()
+
+
+async def test_an_unstreamed_answer_with_citations_keeps_its_text(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel
+) -> None:
+    content = [
+        {"type": "text", "text": "According to it, "},
+        {"type": "text", "text": "the grass is green", "citations": [CITATION]},
+        {"type": "text", "text": "."},
+    ]
+    anthropic_server.add(Status(200, message_body(content)))
+    answer = await llm.model(claude).request("What colour is the grass?").prompt_async(stream=False)
+    assert answer == "According to it, the grass is green."
