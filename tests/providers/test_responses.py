@@ -278,10 +278,11 @@ async def failed(model: OpenAIResponsesModel, **settings: object) -> tuple[Conve
 async def test_an_output_item_of_an_unknown_type_is_a_logged_failure(
     responses_server: FakeResponses, responses_model: OpenAIResponsesModel, stream: bool
 ) -> None:
-    search = {"id": "ws_1", "type": "web_search_call", "status": "completed", "action": {"type": "search"}}
-    responses_server.add(Thought("Paris is sunny.", extra=(search,)))
+    # Items of hosted tools (web_search_call…) are skipped (see test_responses_answers); one of no known type is not.
+    unknown = {"id": "hc_1", "type": "holodeck_call", "status": "completed", "action": {"type": "search"}}
+    responses_server.add(Thought("Paris is sunny.", extra=(unknown,)))
     conversation, error = await failed(responses_model, stream=stream)
-    assert error.type == "bad_response" and "'web_search_call'" in str(error)
+    assert error.type == "bad_response" and "'holodeck_call'" in str(error)
     failure = conversation.messages[-1]
     assert isinstance(failure, AssistantMessage) and failure.error is not None
     assert failure.error.type == "bad_response"

@@ -367,10 +367,10 @@ def test_several_summary_parts_and_interleaved_reasoning_keep_their_places() -> 
 
 
 def test_an_output_item_of_an_unknown_type_is_an_error_naming_it() -> None:
-    output = [{"type": "web_search_call", "id": "ws_1", "status": "completed"}, {"type": "message", "content": []}]
+    output = [{"type": "holodeck_call", "id": "hc_1", "status": "completed"}, {"type": "message", "content": []}]
     with pytest.raises(ModelError) as info:
         parse_response(json.dumps({"status": "completed", "output": output}), context())
-    assert info.value.type == "bad_response" and "'web_search_call'" in str(info.value)
+    assert info.value.type == "bad_response" and "'holodeck_call'" in str(info.value)
 
 
 def test_incomplete_is_a_length_stop_and_an_empty_incomplete_answer_says_why() -> None:
@@ -442,3 +442,24 @@ def test_a_streamed_final_result_tool_shows_its_arguments_as_the_answer() -> Non
     assert "".join(piece for piece in shown if piece) == '{"a": 1}'
     answer = reader.finish()
     assert answer.content == '{"a": 1}' and answer.tool_calls == []
+
+
+def test_plain_reasoning_text_goes_back_only_to_a_compatible_server() -> None:
+    """gpt-oss on vLLM: thinking as ``reasoning_text`` content, no encrypted content. It goes back as it came to a
+    compatible server; OpenAI's own API would answer 404 for an item it cannot find under store: false."""
+    item = {"type": "reasoning", "id": "rs_oss", "summary": [], "content": [{"type": "reasoning_text", "text": "Hm."}]}
+    call = call_item("call_1")
+    answer = parse_response(json.dumps({"status": "completed", "output": [item, call]}), context())
+    assert answer.reasoning == [Reasoning(text="Hm.", provider="openai-responses", id="rs_oss")]
+    message = AssistantMessage(tool_calls=answer.tool_calls, reasoning=answer.reasoning)
+    log = [
+        UserMessage(content="q"),
+        message,
+        ToolMessage(tool_call_id=answer.tool_calls[0].id, tool_name="get_weather", content="r"),
+    ]
+    request = ModelRequest(messages=log, tools=[ToolSpec(name="get_weather", description="", parameters={})])
+    oss = openai_profile("gpt-oss-120b")
+    sent, _ = build_request(request, "gpt-oss-120b", oss, stream=False, compatible=True)
+    assert sent["input"][1] == item
+    sent, _ = build_request(request, "gpt-oss-120b", oss, stream=False)
+    assert [i["type"] for i in sent["input"]] == ["message", "function_call", "function_call_output"]

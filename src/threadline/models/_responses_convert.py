@@ -17,10 +17,17 @@ The rules followed here, each from OpenAI's documentation or from the API's own 
   context", API reference): the API puts it first with the role the model expects, so no role is guessed per
   family. A system message later in the log keeps its place as a message item with the profile's system role.
 - A replayed ``reasoning`` item carries its ``id`` (the API refuses an empty one), its ``summary`` (required, may
-  be empty) and its ``encrypted_content``; never plain ``content``. Reasoning without encrypted content is never
-  sent: with ``store: false`` an id alone refers to nothing ("Item with id 'rs_…' not found. Items are not
-  persisted when `store` is set to false"). Only pieces whose provider is ``openai-responses`` are replayed, each in
-  its place in the answer (`messages.answer_parts`); other families' reasoning stays in the log only.
+  be empty) and its ``encrypted_content``. Reasoning without encrypted content is never sent to OpenAI: with
+  ``store: false`` an id alone refers to nothing ("Item with id 'rs_…' not found. Items are not persisted when
+  `store` is set to false"). A compatible server (vLLM serving gpt-oss) shows raw thinking as ``reasoning_text``
+  content with no encrypted content, and reads it back from there: it gets it back that way. Only pieces whose
+  provider is ``openai-responses`` are replayed, each in its place in the answer (`messages.answer_parts`), and only
+  to a model whose profile reasons (any other answers 400 "Reasoning input items can only be provided to a
+  reasoning or computer use model"); other families' reasoning stays in the log only.
+- Output items of OpenAI's hosted tools (`HOSTED_ITEMS`) ran on the server: the answer around them is kept, they
+  are not. Items that wait for the caller's answer, and unknown ones, fail the answer with their type named.
+- A stream may carry more than the API's events: a proxy's ``data: [DONE]``, keepalives. What carries nothing is
+  ignored; an unreadable event that may have carried part of the answer is an error.
 - Several summary parts of one item are logged as several `Reasoning` pieces sharing the item's id (the first
   carries the encrypted content); consecutive pieces with one id go back as one item.
 - Function calls and assistant messages are sent without their ``fc_…``/``msg_…`` item ids (the log keeps the
@@ -72,12 +79,15 @@ PROVIDER = "openai-responses"
 
 _FORMAT_NAME_BAD = re.compile(r"[^A-Za-z0-9_-]")
 
+MESSAGE_SEPARATOR = "\n\n"
+"""Between the texts of separate message items of one answer."""
+
 
 # -- requests -----------------------------------------------------------------------------------------------------
 
 
 def build_request(
-    request: ModelRequest, model: str, profile: ModelProfile, *, stream: bool
+    request: ModelRequest, model: str, profile: ModelProfile, *, stream: bool, compatible: bool = False
 ) -> tuple[dict[str, Any], WireContext]:
     """The Responses API request body for ``request``.
 
@@ -86,6 +96,11 @@ def build_request(
         model: The provider's model id, e.g. ``"o4-mini"``.
         profile: The model family's profile (reasoning, structured output, temperature, system role, summaries).
         stream: Ask for a server-sent-event stream.
+        compatible: The endpoint is another server speaking this API (vLLM, Ollama), not OpenAI's: reasoning
+            that came as plain text goes back to it as ``reasoning_text`` content.
+
+    Raises:
+        UserError: for a file attachment this API cannot be given (see `file_part`).
 
     Returns:
         The body (a plain dict, ready to encode) and the context to read the response with.
@@ -98,6 +113,10 @@ def build_request(
     items: list[dict[str, Any]] = []
     append = items.append
     leading = True
+    capabilities = profile.capabilities
+    # Only reasoning models take reasoning items: any other answers 400 "Reasoning input items can only be provided
+    # to a reasoning or computer use model" (a log begun on o4-mini, continued on gpt-4.1). The log keeps them.
+    replay = _Replay(items, wire_name, wire_id, capabilities.reasoning, compatible)
     for message in request.messages:
         if isinstance(message, SystemMessage):
             if leading:
@@ -109,7 +128,7 @@ def build_request(
         if isinstance(message, UserMessage):
             append({"type": "message", "role": "user", "content": _user_content(message)})
         elif isinstance(message, AssistantMessage):
-            _assistant_items(message, items, wire_name, wire_id)
+            replay.assistant(message)
         elif isinstance(message, ToolMessage):
             append(
                 {"type": "function_call_output", "call_id": wire_id(message.tool_call_id), "output": message.content}
@@ -118,7 +137,6 @@ def build_request(
     body: dict[str, Any] = {"model": model, "input": items, "store": False}
     if instructions:
         body["instructions"] = "\n\n".join(instructions)
-    capabilities = profile.capabilities
     if capabilities.reasoning:
         # Only reasoning models accept this ("Encrypted content is not supported with this model" otherwise).
         body["include"] = ["reasoning.encrypted_content"]
@@ -182,63 +200,96 @@ def build_request(
 
 
 def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
-    images = [a for a in message.attachments if a.kind == "image"]
-    if not images:
+    attachments = [a for a in message.attachments if a.kind in ("image", "file")]
+    if not attachments:
         return message.content
     parts: list[dict[str, Any]] = []
     if message.content:
         parts.append({"type": "input_text", "text": message.content})
-    for attachment in images:
-        parts.append({"type": "input_image", "image_url": data_url(attachment), "detail": "auto"})
+    for attachment in attachments:
+        if attachment.kind == "image":
+            parts.append({"type": "input_image", "image_url": data_url(attachment), "detail": "auto"})
+        else:
+            # Imported here: the Chat Completions translation, which keeps OpenAI's file rules, is not loaded
+            # with this one unless a file is attached.
+            from ._openai_convert import RESPONSES_FILES, file_part
+
+            filename, data = file_part(attachment, RESPONSES_FILES)
+            if data.startswith("data:"):
+                parts.append({"type": "input_file", "filename": filename, "file_data": data})
+            else:
+                parts.append({"type": "input_file", "file_url": data})
     return parts
 
 
-def _assistant_items(message: AssistantMessage, items: list[dict[str, Any]], wire_name: Any, wire_id: Any) -> None:
-    """An answer's parts as input items, in the order the model produced them.
+class _Replay:
+    """Adds an answer's parts to the input items, in the order the model produced them.
 
     Consecutive reasoning pieces with one id become one ``reasoning`` item. A reasoning item that nothing of its
     answer follows is left out: it preceded no call or text it could be paired with, and the API refuses a reasoning
     item "provided without its required following item".
     """
-    group: list[Reasoning] = []
-    pending: list[dict[str, Any]] = []  # reasoning items waiting for the part that follows them
-    for part in answer_parts(message):
-        if isinstance(part, Reasoning):
-            if part.provider != PROVIDER or part.id is None:
-                continue  # another family's reasoning (or one without an item id) is never sent
-            if group and group[0].id != part.id:
-                _close(group, pending)
+
+    __slots__ = ("_compatible", "_items", "_reasoning", "_wire_id", "_wire_name")
+
+    def __init__(
+        self, items: list[dict[str, Any]], wire_name: Any, wire_id: Any, reasoning: bool, compatible: bool
+    ) -> None:
+        self._items = items
+        self._wire_name = wire_name
+        self._wire_id = wire_id
+        self._reasoning = reasoning
+        self._compatible = compatible
+
+    def assistant(self, message: AssistantMessage) -> None:
+        items = self._items
+        group: list[Reasoning] = []
+        pending: list[dict[str, Any]] = []  # reasoning items waiting for the part that follows them
+        for part in answer_parts(message):
+            if isinstance(part, Reasoning):
+                if not self._reasoning or part.provider != PROVIDER or part.id is None:
+                    continue  # another family's reasoning (or one without an item id) is never sent
+                if group and group[0].id != part.id:
+                    self._close(group, pending)
+                    group = []
+                group.append(part)
+                continue
+            if group:
+                self._close(group, pending)
                 group = []
-            group.append(part)
-            continue
-        if group:
-            _close(group, pending)
-            group = []
-        items.extend(pending)
-        pending.clear()
-        if isinstance(part, str):
-            items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": part}]})
-        else:
-            items.append(
-                {
-                    "type": "function_call",
-                    "call_id": wire_id(part.id),
-                    "name": wire_name(part.name),
-                    "arguments": arguments_text(part),
-                }
-            )
+            items.extend(pending)
+            pending.clear()
+            if isinstance(part, str):
+                items.append(
+                    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": part}]}
+                )
+            else:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": self._wire_id(part.id),
+                        "name": self._wire_name(part.name),
+                        "arguments": arguments_text(part),
+                    }
+                )
 
-
-def _close(group: list[Reasoning], pending: list[dict[str, Any]]) -> None:
-    """One reasoning item from the pieces of one id, when they carry its encrypted content."""
-    encrypted = next((piece.redacted for piece in group if piece.redacted), None)
-    if encrypted is None:
-        return  # with store: false an item without its encrypted content refers to nothing
-    if len(group) == 1 and not group[0].text:
-        summary: list[dict[str, str]] = []  # an item without a summary is logged as one piece with no text
-    else:
-        summary = [{"type": "summary_text", "text": piece.text} for piece in group]
-    pending.append({"type": "reasoning", "id": group[0].id, "summary": summary, "encrypted_content": encrypted})
+    def _close(self, group: list[Reasoning], pending: list[dict[str, Any]]) -> None:
+        """One reasoning item from the pieces of one id: with its encrypted content, or as plain text to a
+        compatible server."""
+        encrypted = next((piece.redacted for piece in group if piece.redacted), None)
+        ident = group[0].id
+        if encrypted is not None:
+            if len(group) == 1 and not group[0].text:
+                summary: list[dict[str, str]] = []  # an item without a summary is logged as one piece with no text
+            else:
+                summary = [{"type": "summary_text", "text": piece.text} for piece in group]
+            pending.append({"type": "reasoning", "id": ident, "summary": summary, "encrypted_content": encrypted})
+        elif self._compatible and any(piece.text for piece in group):
+            # gpt-oss and other open models behind vLLM show their thinking as ``reasoning_text`` content, with no
+            # encrypted content; vLLM reads it back from there (exactly one content part per item). OpenAI's own
+            # API never gets it: under store: false an item without encrypted content refers to nothing.
+            content = [{"type": "reasoning_text", "text": piece.text} for piece in group]
+            pending.append({"type": "reasoning", "id": ident, "summary": [], "content": content})
 
 
 # -- responses ----------------------------------------------------------------------------------------------------
@@ -295,6 +346,7 @@ class _Event(msgspec.Struct):
     type: str = ""
     output_index: int = 0
     summary_index: int = 0
+    content_index: int = 0
     delta: str | None = None
     item: _Item | None = None
     response: _Response | None = None
@@ -318,9 +370,42 @@ _SKIPPED = frozenset(
         "response.reasoning_summary_part.added",
         "response.reasoning_summary_part.done",
         "response.reasoning_summary_text.done",
+        "response.reasoning_text.done",
         "response.function_call_arguments.done",
     }
 )
+
+# Output items of OpenAI's hosted tools (web search, file search, code interpreter, image generation, remote MCP):
+# the server ran them and answered within the same response, so they need nothing from threadline. They are not
+# kept: stateless requests could not refer to them, and the answer's text says what they found.
+HOSTED_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+    }
+)
+
+# Output items that wait for the caller's answer, which threadline cannot give (it runs function tools only).
+_NEEDS_ANSWER = {
+    "computer_call": "a computer_call_output",
+    "mcp_approval_request": "an mcp_approval_response",
+    "local_shell_call": "a local_shell_call_output",
+    "shell_call": "a shell_call_output",
+    "apply_patch_call": "an apply_patch_call_output",
+    "custom_tool_call": "a custom_tool_call_output",
+}
+
+# What an incomplete response with nothing in it means, by its ``incomplete_details.reason``.
+_INCOMPLETE = {
+    "max_output_tokens": "it reached the output token limit first (reasoning counts toward it): raise max_tokens, or "
+    "lower the reasoning effort",
+    "content_filter": "OpenAI's content filter stopped it (the request or the answer was flagged); rephrase the "
+    "request; raising max_tokens will not help",
+}
 
 # Error codes of a failed response that are worth a retry.
 _RETRYABLE = {"server_error": "server", "rate_limit_exceeded": "rate_limit"}
@@ -369,8 +454,12 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
     for item in items:
         kind = item.type
         if kind == "reasoning":
-            summary = [part.text or "" for part in item.summary or () if part.type == "summary_text"] or [""]
-            for number, text in enumerate(summary):
+            summary = [part.text or "" for part in item.summary or () if part.type == "summary_text"]
+            if not summary:
+                # gpt-oss and other open models behind vLLM and other compatible servers show their raw thinking as
+                # ``reasoning_text`` content; OpenAI's own models show only summaries, so there is never both.
+                summary = [part.text or "" for part in item.content or () if part.type == "reasoning_text"]
+            for number, text in enumerate(summary or [""]):
                 reasoning.append(
                     Reasoning(
                         text=text,
@@ -382,12 +471,15 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
                 )
                 count += 1
         elif kind == "message":
+            said: list[str] = []
             for part in item.content or ():
-                said = part.text if part.type == "output_text" else part.refusal if part.type == "refusal" else None
+                piece = part.text if part.type == "output_text" else part.refusal if part.type == "refusal" else None
                 refused = refused or part.type == "refusal"
-                if said:
-                    count += not texts  # the answer's text is one part
-                    texts.append(said)
+                if piece:
+                    said.append(piece)
+            if said:
+                count += not texts  # the answer's text is one part
+                texts.append("".join(said))  # the parts of one message as sent; messages apart (see `_answer`)
         elif kind == "function_call":
             name = item.name or ""
             if context.final_tool is not None and name == context.final_tool:
@@ -396,13 +488,24 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
             parsed, raw = parse_arguments(item.arguments or "")
             calls.append(ToolCall(id=response_id(item.call_id), name=real(name), arguments=parsed, raw_arguments=raw))
             count += 1
+        elif kind in HOSTED_ITEMS:
+            continue
+        elif kind in _NEEDS_ANSWER:
+            raise ModelError(
+                f"OpenAI's Responses API answered with an output item of type {kind!r}, which waits for "
+                f"{_NEEDS_ANSWER[kind]} that threadline cannot give (it runs function tools, and hosted tools run on "
+                "OpenAI's side); offer only function tools and hosted tools",
+                type="bad_response",
+            )
         else:
             raise ModelError(
                 f"OpenAI's Responses API answered with an output item of type {kind!r}, which threadline does not "
-                "read (it reads message, reasoning and function_call items); nothing of this answer was kept",
+                "read (it reads message, reasoning and function_call items, and skips those of hosted tools); "
+                "nothing of this answer was kept",
                 type="bad_response",
             )
-    content: str | None = streamed if streamed else "".join(texts) or None
+    # Separate message items are separate paragraphs (a model writes one before a hosted tool call and one after).
+    content: str | None = streamed if streamed else MESSAGE_SEPARATOR.join(texts) or None
     incomplete = response.status == "incomplete"
     reason = response.incomplete_details.reason if response.incomplete_details is not None else None
     if final_text is not None:
@@ -414,9 +517,10 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
     else:
         stop = "tool_calls" if calls else "stop"
     if incomplete and not content and not calls:
+        why = _INCOMPLETE.get(reason or "", "the response is incomplete")
         raise ModelError(
-            f"OpenAI's Responses API stopped before answering ({reason or 'incomplete'}): the response has no text "
-            "and no tool call; raise max_tokens, or lower the reasoning effort",
+            f"OpenAI's Responses API stopped before answering ({reason or 'no reason given'}), with no text and no "
+            f"tool call: {why}",
             type="incomplete",
         )
     return ModelResponse(
@@ -454,38 +558,53 @@ class ResponsesStream(StreamReader):
     The final-result tool's argument fragments are shown as text, since they are the answer.
     """
 
-    __slots__ = ("_done_items", "_names", "_part_numbers", "_response")
+    __slots__ = ("_done_items", "_names", "_part_numbers", "_response", "_text_item")
 
     def __init__(self, context: WireContext) -> None:
         super().__init__(context)
         self._done_items: dict[int, _Item] = {}
         self._names: dict[int, str] = {}  # function-call names by output index, from output_item.added
-        self._part_numbers: dict[tuple[int, int], int] = {}  # (output index, summary index) -> reasoning part
+        # (output index, summary index, or -1 - content index for raw reasoning text) -> reasoning part
+        self._part_numbers: dict[tuple[int, int], int] = {}
         self._response: _Response | None = None
+        self._text_item: int | None = None  # the output index of the message item the last text came from
 
     def feed(self, event: str, data: str) -> str | ReasoningDelta | None:
         """Take one event; return the text or the reasoning it adds, if any.
 
+        What carries nothing is ignored: events after the response is done (a ``data: [DONE]`` that proxies and
+        compatible servers add), empty data (``event: keepalive``), and data that is not JSON under an event name
+        that is not the API's (``event: ping`` / ``data: ping``).
+
         Raises:
-            ModelError: for an ``error`` or ``response.failed`` event, or an unreadable one.
+            ModelError: for an ``error`` or ``response.failed`` event, or an unreadable one that may have carried
+                part of the answer (JSON cut short, or an event of the API's own).
         """
-        if event in _SKIPPED:
+        if self.done or event in _SKIPPED or not data or data == "[DONE]":
             return None
         try:
             item = _decode_event(data)
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-            raise ModelError(f"OpenAI sent an unreadable stream event: {exc}", type="bad_response") from None
+            if data.lstrip().startswith("{") or event.startswith("response.") or event == "error":
+                raise ModelError(f"OpenAI sent an unreadable stream event: {exc}", type="bad_response") from None
+            return None  # a keepalive of a proxy or server in between: nothing of the answer was in it
         kind = item.type or event
         if kind in ("response.output_text.delta", "response.refusal.delta"):
-            if item.delta:
-                self._parts.append(item.delta)
-                return item.delta
-            return None
-        if kind == "response.reasoning_summary_text.delta":
+            delta = item.delta
+            if not delta:
+                return None
+            if self._text_item != item.output_index:
+                if self._text_item is not None:
+                    delta = MESSAGE_SEPARATOR + delta  # a new message item: a new paragraph, as `_answer` joins them
+                self._text_item = item.output_index
+            self._parts.append(delta)
+            return delta
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             if not item.delta:
                 return None
             numbers = self._part_numbers
-            key = (item.output_index, item.summary_index)
+            summary = kind == "response.reasoning_summary_text.delta"
+            key = (item.output_index, item.summary_index if summary else -1 - item.content_index)
             part = numbers.get(key)
             if part is None:
                 part = numbers[key] = len(numbers)

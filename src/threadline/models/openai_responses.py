@@ -3,29 +3,50 @@
 Configured like ``openai:`` by ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``),
 or per model in code. Every request is sent with ``store: false`` and, for reasoning models, asks for the encrypted
 reasoning items that let a tool loop continue without any state on OpenAI's side; they are kept in the log and sent
-back in place (see `_responses_convert`). Translation lives in `_responses_convert`, the transport and error mapping
-in `_transport`, what the HTTP adapters share in `_http_model`; this module only says how this API differs.
+back in place (see `_responses_convert`).
+
+Reasoning settings ask for a summary of the thinking (``reasoning.summary``), which OpenAI refuses to organizations
+that are not verified. ``reasoning_summary=None`` turns it off for one model object, and
+``THREADLINE_OPENAI_REASONING_SUMMARY=none`` for every model, also those named by a string (``get_model``,
+``THREADLINE_MODEL``, the command line); it is read at each request, so a model already made follows it.
+
+Translation lives in `_responses_convert`, the transport and error mapping in `_transport`, what the HTTP adapters
+share in `_http_model`; this module only says how this API differs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import ModelError, UserError
+from ..messages import UserMessage
 from ._http_model import HTTPModel
 from ._responses_convert import ResponsesStream, build_request, parse_response
 from .profiles import openai_profile
 
 if TYPE_CHECKING:
     from ._http_model import Translation
-    from .base import ModelCapabilities, ModelRequest
+    from .base import ModelCapabilities, ModelEvent, ModelRequest
     from .profiles import ModelProfile
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIResponsesModel"]
+__all__ = ["DEFAULT_BASE_URL", "SUMMARY_ENV", "OpenAIResponsesModel"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+SUMMARY_ENV = "THREADLINE_OPENAI_REASONING_SUMMARY"
+"""The environment variable that sets the reasoning summary asked for: ``auto``, ``concise``, ``detailed`` or
+``none``."""
+_SUMMARIES: dict[str, Literal["auto", "concise", "detailed"] | None] = {
+    "auto": "auto",
+    "concise": "concise",
+    "detailed": "detailed",
+    "none": None,
+    "off": None,
+}
 _UNSET: Any = object()
+_SUMMARY_REFUSED = "to generate reasoning summaries"  # in OpenAI's 400 to organizations that are not verified
 
 
 class OpenAIResponsesModel(HTTPModel):
@@ -46,7 +67,8 @@ class OpenAIResponsesModel(HTTPModel):
             asks to wait longer (``Retry-After``) gets a clear error at once. None: no limit.
         reasoning_summary: The reasoning summary asked for with reasoning settings: ``"auto"`` (the profile's
             default), ``"concise"``, ``"detailed"``, or None for none (OpenAI refuses summaries to organizations
-            that are not verified).
+            that are not verified). Default: ``THREADLINE_OPENAI_REASONING_SUMMARY`` when set (``none`` for
+            none), read at each request, else the profile's.
     """
 
     _class_name = "OpenAIResponsesModel"
@@ -88,12 +110,65 @@ class OpenAIResponsesModel(HTTPModel):
             retry_base_delay=retry_base_delay,
             retry_time_limit=retry_time_limit,
         )
-        if reasoning_summary is not _UNSET:
+        self._summary_set = reasoning_summary is not _UNSET
+        if self._summary_set:
             self.profile = replace(self.profile, reasoning_summary=reasoning_summary)
 
     def _default_profile(self, model_id: str) -> ModelProfile:
         return openai_profile(model_id)  # the same families as Chat Completions; the flags say what differs
 
+    def _profile_now(self) -> ModelProfile:
+        """The profile with the reasoning summary the environment asks for, unless the caller set one here."""
+        value = os.environ.get(SUMMARY_ENV)
+        if self._summary_set or not value:
+            return self.profile
+        key = value.strip().lower()
+        if key not in _SUMMARIES:
+            raise UserError(f"{SUMMARY_ENV}={value!r} is not one of auto, concise, detailed or none")
+        summary = _SUMMARIES[key]
+        return (
+            self.profile
+            if summary == self.profile.reasoning_summary
+            else replace(self.profile, reasoning_summary=summary)
+        )
+
+    def _check_wire(self, request: ModelRequest) -> None:
+        if any(a.kind == "file" for m in request.messages if isinstance(m, UserMessage) for a in m.attachments):
+            # Imported only then: the Chat Completions translation, which keeps OpenAI's file rules, is not
+            # loaded with this adapter otherwise.
+            from ._openai_convert import RESPONSES_FILES, check_files
+
+            check_files(request.messages, RESPONSES_FILES)
+        if request.settings.reasoning is not None:
+            self._profile_now()  # an unknown value in the environment is refused before anything is sent
+
     def _translate(self, request: ModelRequest, stream: bool) -> Translation:
-        body, context = build_request(request, self.model_id, self.profile, stream=stream)
+        compatible = self.base_url != DEFAULT_BASE_URL
+        profile = self._profile_now() if request.settings.reasoning is not None else self.profile
+        body, context = build_request(request, self.model_id, profile, stream=stream, compatible=compatible)
         return body, lambda data: parse_response(data, context), lambda: ResponsesStream(context)
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Send one request; yield text deltas while it streams, then the `ModelResponse` (see `HTTPModel.stream`).
+
+        Raises:
+            ModelError: when the call fails; OpenAI's refusal of reasoning summaries says how to turn them off.
+        """
+        return self._explained(super().stream(request))
+
+    async def _explained(self, events: AsyncIterator[ModelEvent]) -> AsyncIterator[ModelEvent]:
+        try:
+            async for event in events:
+                yield event
+        except ModelError as exc:
+            if exc.status != 400 or _SUMMARY_REFUSED not in exc.message:
+                raise
+            error = ModelError(
+                f"{exc.message}. To ask for no reasoning summary, set {SUMMARY_ENV}=none (for every model, also "
+                f"one named by a string), or pass reasoning_summary=None to {self._class_name}",
+                type=exc.type,
+                status=exc.status,
+                partial=exc.partial,
+                retryable=exc.retryable,
+            )
+            raise error from None

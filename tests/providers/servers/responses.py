@@ -27,7 +27,15 @@ error text:
 - a replayed reasoning item needs a non-empty ``id`` and a ``summary``; an id may appear once; a reasoning item
   must be followed by an item of the assistant's; a ``function_call_output`` must answer a call in the input;
 - ``include: ["reasoning.encrypted_content"]`` on a model that does not reason: "Encrypted content is not supported
-  with this model." (param ``include``).
+  with this model." (param ``include``);
+- reasoning items given to a model that does not reason: "Reasoning input items can only be provided to a reasoning
+  or computer use model. Remove reasoning items from your input and try again.".
+
+``FakeResponses(flavor="vllm")`` plays vLLM serving gpt-oss instead: ``gpt-oss`` models reason, their thinking comes
+as ``content: [{"type": "reasoning_text", …}]`` with an empty summary and no encrypted content (streamed as
+``response.reasoning_text.delta``), and a reasoning item sent back must carry exactly one such content part (vLLM's
+``parse_response_input`` reads ``content[0]["text"]`` after asserting there is one); nothing is refused for want of
+stored state.
 
 Every reasoning item it issued, with the call that followed it, is in `FakeResponses.issued`.
 """
@@ -64,6 +72,10 @@ class Thought(Answer):
         reasoning_tokens: Reported in ``usage.output_tokens_details``.
         incomplete: Finish as ``incomplete`` with this reason (``"max_output_tokens"``).
         extra: Raw output items put after the reasoning (e.g. an item type threadline does not read).
+        paragraphs: The texts of further message items after the first one.
+        thinking: The thinking a vLLM-flavoured server shows (``reasoning_text`` content).
+        inserted: Raw SSE events ``(position, event name or None, data)`` put among the rendered events (a position
+            past the end puts it after the last), e.g. a proxy's ``data: [DONE]`` or a keepalive.
     """
 
     summaries: tuple[str, ...] = ()
@@ -71,6 +83,9 @@ class Thought(Answer):
     reasoning_tokens: int = 0
     incomplete: str | None = None
     extra: tuple[dict[str, Any], ...] = ()
+    paragraphs: tuple[str, ...] = ()
+    thinking: str = "I should think about this."
+    inserted: tuple[tuple[int, str | None, str], ...] = ()
 
 
 class FakeResponses(FakeOpenAI):
@@ -79,8 +94,9 @@ class FakeResponses(FakeOpenAI):
     path = "/v1/responses"
     name = "responses"
 
-    def __init__(self) -> None:
+    def __init__(self, flavor: str = "openai") -> None:
         super().__init__()
+        self.flavor = flavor
         self._key = secrets.token_bytes(32)
         self.issued: dict[str, tuple[str, str]] = {}  # call_id -> (fc id, the id of the reasoning item before it)
         self.reasoning_ids: list[str] = []
@@ -109,15 +125,32 @@ class FakeResponses(FakeOpenAI):
             status, {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
         )
 
+    def _reasons(self, model: str) -> bool:
+        if self.flavor == "vllm":
+            return model.rsplit("/", 1)[-1].startswith("gpt-oss")
+        return _reasons(model)
+
     def refuse(self, request: Recorded) -> Status | None:
         body = request.json or {}
-        reasons = _reasons(str(body.get("model", "")))
-        if "reasoning.encrypted_content" in (body.get("include") or ()) and not reasons:
-            return self._invalid("Encrypted content is not supported with this model.", param="include")
-        stored = body.get("store", True) is not False
+        reasons = self._reasons(str(body.get("model", "")))
         items = body.get("input") or []
         if isinstance(items, str):
             return None
+        if self.flavor == "vllm":
+            for item in items:
+                content = item.get("content") if item.get("type") == "reasoning" else None
+                if content is not None or item.get("type") == "reasoning":
+                    if not isinstance(content, list) or len(content) != 1 or "text" not in content[0]:
+                        return Status(400, {"error": {"message": "AssertionError", "type": "BadRequestError"}})
+            return None
+        if "reasoning.encrypted_content" in (body.get("include") or ()) and not reasons:
+            return self._invalid("Encrypted content is not supported with this model.", param="include")
+        if not reasons and any(item.get("type") == "reasoning" for item in items):
+            return self._invalid(
+                "Reasoning input items can only be provided to a reasoning or computer use model. Remove reasoning "
+                "items from your input and try again."
+            )
+        stored = body.get("store", True) is not False
         seen: set[str] = set()
         calls = {item.get("call_id") for item in items if item.get("type") == "function_call"}
         for index, item in enumerate(items):
@@ -149,7 +182,7 @@ class FakeResponses(FakeOpenAI):
                     )
             elif kind == "message" and item.get("id") and not stored:
                 return self._invalid(NOT_STORED.format(id=item["id"]), status=404)
-            elif kind == "function_call":
+            elif kind == "function_call" and reasons:  # only a reasoning model needs its reasoning back
                 issued = self.issued.get(item.get("call_id", ""))
                 if issued is not None and not _preceded_by(items, index, issued[1]):
                     return self._invalid(
@@ -164,9 +197,10 @@ class FakeResponses(FakeOpenAI):
     def _output(self, answer: Answer, body: dict[str, Any]) -> list[dict[str, Any]]:
         """The output items of an answer, in order; calls that follow a reasoning item are recorded as issued."""
         thought = answer if isinstance(answer, Thought) else Thought(**vars(answer))
-        reasons = _reasons(str(body.get("model", "")))
+        reasons = self._reasons(str(body.get("model", "")))
+        vllm = self.flavor == "vllm"
         include = "reasoning.encrypted_content" in (body.get("include") or ())
-        summaries = thought.summaries if (body.get("reasoning") or {}).get("summary") else ()
+        summaries = thought.summaries if (body.get("reasoning") or {}).get("summary") and not vllm else ()
         output: list[dict[str, Any]] = []
         last_reasoning: str | None = None
 
@@ -178,7 +212,9 @@ class FakeResponses(FakeOpenAI):
                 "type": "reasoning",
                 "summary": [{"type": "summary_text", "text": text} for text in texts],
             }
-            if include:
+            if vllm:
+                item["content"] = [{"type": "reasoning_text", "text": thought.thinking}]
+            elif include:
                 item["encrypted_content"] = self._seal(ident)
             self.reasoning_ids.append(ident)
             output.append(item)
@@ -187,16 +223,17 @@ class FakeResponses(FakeOpenAI):
         if reasons:
             reasoning(summaries)
         output.extend(thought.extra)
-        if thought.text:
-            output.append(
-                {
-                    "id": "msg_" + secrets.token_hex(24),
-                    "type": "message",
-                    "status": "completed",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": thought.text, "annotations": []}],
-                }
-            )
+        for text in (thought.text, *thought.paragraphs):
+            if text:
+                output.append(
+                    {
+                        "id": "msg_" + secrets.token_hex(24),
+                        "type": "message",
+                        "status": "completed",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    }
+                )
         for number, tool in enumerate(thought.tool_calls):
             if reasons and thought.per_call and number:
                 reasoning(())
@@ -269,6 +306,11 @@ class FakeResponses(FakeOpenAI):
             kind, ident = item["type"], item["id"]
             if kind == "reasoning":
                 emit("response.output_item.added", output_index=index, item={"id": ident, "type": kind, "summary": []})
+                for number, part in enumerate(item.get("content") or ()):
+                    where = {"item_id": ident, "output_index": index, "content_index": number}
+                    for piece in chunks(part["text"], 9):
+                        emit("response.reasoning_text.delta", **where, delta=piece)
+                    emit("response.reasoning_text.done", **where, text=part["text"])
                 for number, part in enumerate(item["summary"]):
                     where = {"item_id": ident, "output_index": index, "summary_index": number}
                     emit("response.reasoning_summary_part.added", **where, part={"type": "summary_text", "text": ""})
@@ -307,6 +349,9 @@ class FakeResponses(FakeOpenAI):
             emit("response.output_item.done", output_index=index, item=item)
         terminal = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
         emit(terminal, response=final)
+        if isinstance(answer, Thought):
+            for position, event, data in sorted(answer.inserted, key=lambda raw: raw[0], reverse=True):
+                events.insert(min(position, len(events)), (event, data))
         return events
 
 
