@@ -342,7 +342,12 @@ def test_a_streamed_thinking_block_that_ends_unsigned_is_a_bad_response() -> Non
     [
         (
             '{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"s","name":"w"}}',
-            "a content block of a type threadline does not know \\('server_tool_use', block 0\\)",
+            "a server tool's block \\('server_tool_use', block 0\\): server tools .* are not supported by "
+            "threadline's log yet",
+        ),
+        (
+            '{"type":"content_block_start","index":0,"content_block":{"type":"future_block"}}',
+            "a content block of a type threadline does not know \\('future_block', block 0\\)",
         ),
         (
             '{"type":"content_block_delta","index":0,"delta":{"type":"future_delta","x":1}}',

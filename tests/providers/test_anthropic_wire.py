@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from threadline import llm
+from threadline.errors import ModelError
 from threadline.messages import AssistantMessage
 from threadline.models.anthropic import AnthropicModel
 
@@ -127,3 +128,71 @@ async def test_an_unstreamed_answer_with_citations_keeps_its_text(
     anthropic_server.add(Status(200, message_body(content)))
     answer = await llm.model(claude).request("What colour is the grass?").prompt_async(stream=False)
     assert answer == "According to it, the grass is green."
+
+
+# -- server tools ---------------------------------------------------------------------------------------------------
+
+
+async def test_server_tools_go_beside_the_function_tools(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel
+) -> None:
+    """Before, the ``anthropic_tools`` extra replaced the function tools in the request."""
+    anthropic_server.reply("Sunny.")
+    builder = llm.model(claude).tools(get_weather).request("Weather in Paris?")
+    await builder.prompt_async(anthropic_tools=[WEB_SEARCH])
+    tools = anthropic_server.bodies[0]["tools"]
+    assert [tool["name"] for tool in tools] == ["get_weather", "web_search"]
+    assert tools[1] == WEB_SEARCH
+
+
+async def test_server_tools_alone_are_sent(anthropic_server: FakeAnthropic, claude: AnthropicModel) -> None:
+    anthropic_server.reply("Sunny.")
+    await llm.model(claude).request("Weather in Paris?").prompt_async(anthropic_tools=[WEB_SEARCH])
+    assert anthropic_server.bodies[0]["tools"] == [WEB_SEARCH]
+
+
+_SEARCH_BLOCKS = [
+    {"type": "text", "text": "I'll search for that."},
+    {"type": "server_tool_use", "id": "srvtoolu_01WYG3ziw53XMcoyKL4XcZmE", "name": "web_search", "input": {}},
+    {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_01WYG3ziw53XMcoyKL4XcZmE",
+        "content": [
+            {
+                "type": "web_search_result",
+                "url": "https://example.org/weather",
+                "title": "Paris weather",
+                "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5",
+                "page_age": None,
+            }
+        ],
+    },
+]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_answer_with_server_tool_blocks_says_they_are_not_supported(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel, stream: bool
+) -> None:
+    if stream:
+        events = [message_start()]
+        events += [
+            event("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+            event("content_block_delta", index=0, delta={"type": "text_delta", "text": "I'll search for that."}),
+            event("content_block_stop", index=0),
+            event("content_block_start", index=1, content_block=_SEARCH_BLOCKS[1]),
+        ]
+        anthropic_server.add(Events(tuple(events)))
+    else:
+        anthropic_server.add(Status(200, message_body(_SEARCH_BLOCKS)))
+    conv = (
+        llm.model(claude).request("Weather in Paris?").prompt_conversation(stream=stream, anthropic_tools=[WEB_SEARCH])
+    )
+    with pytest.raises(ModelError) as caught:
+        [message async for message in conv.run()]
+    assert "server tools (web search, web fetch, code execution…) are not supported by threadline's log yet" in str(
+        caught.value
+    )
+    assert "'server_tool_use', block 1" in str(caught.value)
+    assert anthropic_server.count == 1
+    conv.messages.validate()

@@ -18,6 +18,9 @@ How the log maps onto Anthropic's stricter shape:
   ``is_error``) of a user turn, always before any text in that turn, as the API requires.
 - A log that starts with an assistant turn gets a short user turn in front, since the API refuses that shape.
 - ``max_tokens`` is always sent (the profile's default when the caller sets none).
+- Server tools (web search, code execution…) passed as the ``anthropic_tools`` extra go after the function tools.
+  Their answers' blocks (``server_tool_use``, ``web_search_tool_result``…) are not in threadline's log yet: such
+  an answer is refused with an error that says so (``type="bad_response"``).
 - Structured output is Claude's JSON outputs (``output_config.format``) where the family and the schema allow it
   (`_anthropic_schema`); otherwise a forced final-result tool, whose input comes back as the answer's JSON text, and
   no tool call is logged for it.
@@ -35,7 +38,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import ModelError
+from ..errors import ModelError, UserError
 from ..messages import (
     AssistantMessage,
     Reasoning,
@@ -195,6 +198,9 @@ def build_request(
         body.update(thinking_fields(reasoning, settings.max_tokens, profile, DEFAULT_MAX_TOKENS))
     if system:
         body["system"] = "\n\n".join(system)
+    extras = settings.extras_for("anthropic") if settings.extras else {}
+    # Server tools (web search, code execution…) go beside the function tools, never instead of them.
+    server_tools = _server_tools(extras.pop("tools", None))
     tools: list[dict[str, Any]] = []
     for spec in request.tools:
         tool: dict[str, Any] = {"name": wire_name(spec.name), "input_schema": plain(spec.parameters)}
@@ -211,7 +217,7 @@ def build_request(
         # Claude's JSON outputs: the answer is a text block holding the JSON (see _anthropic_schema).
         body["output_config"] = {**body.get("output_config", {}), "format": native}
     elif response_format is not None:
-        final = final_tool_name(tool["name"] for tool in tools)
+        final = final_tool_name(str(tool.get("name")) for tool in [*tools, *server_tools])
         context.final_tool = final
         tools.append(
             {"name": final, "description": FINAL_TOOL_DESCRIPTION, "input_schema": plain(response_format.schema)}
@@ -225,16 +231,33 @@ def build_request(
             tools.append({"name": wire_name(real), "input_schema": {"type": "object"}})
         choice = "none"
     if tools:
-        body["tools"] = tools
         if choice is not None:
             body["tool_choice"] = _tool_choice(choice, context, wire_name)
+    tools += server_tools
+    if tools:
+        body["tools"] = tools
     if settings.temperature is not None and profile.temperature and "thinking" not in body:
         body["temperature"] = settings.temperature
     if stream:
         body["stream"] = True
-    if settings.extras:
-        body.update(settings.extras_for("anthropic"))
+    body.update(extras)
     return body, context
+
+
+def _server_tools(value: Any) -> list[dict[str, Any]]:
+    """The ``anthropic_tools`` extra: tool objects (server tools) sent after the function tools.
+
+    Raises:
+        UserError: when it is not a list of objects.
+    """
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(tool, dict) for tool in value):
+        raise UserError(
+            "the anthropic_tools extra must be a list of tool objects, e.g. "
+            '[{"type": "web_search_20250305", "name": "web_search"}]'
+        )
+    return list(value)
 
 
 def _tool_choice(choice: str, context: WireContext, wire_name: Any) -> dict[str, Any]:
@@ -325,6 +348,8 @@ _STOP_REASONS = {
     "tool_use": "tool_calls",
     "refusal": "content_filter",
 }
+# The blocks of Anthropic's server tools (besides every "<tool>_tool_result"): their calls and MCP connector calls.
+_SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "mcp_tool_result", "container_upload"})
 _RETRYABLE = {"rate_limit_error": "rate_limit", "api_error": "server", "overloaded_error": "overloaded"}
 
 
@@ -346,6 +371,13 @@ def _bad(what: str) -> ModelError:
 
 
 def _unknown_block(kind: str, index: int) -> ModelError:
+    if kind in _SERVER_TOOL_BLOCKS or kind.endswith("_tool_result"):
+        return ModelError(
+            f"Anthropic answered with a server tool's block ({kind!r}, block {index}): server tools (web search, "
+            "web fetch, code execution…) are not supported by threadline's log yet, so the answer is refused "
+            "rather than logged without it; leave them out of the anthropic_tools extra",
+            type="bad_response",
+        )
     return _bad(
         f"a content block of a type threadline does not know ({kind!r}, block {index}); the answer is refused "
         "rather than logged without it"
