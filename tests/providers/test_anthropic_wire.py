@@ -17,7 +17,7 @@ from threadline.messages import AssistantMessage
 from threadline.models.anthropic import AnthropicModel
 
 from .conftest import make_anthropic
-from .servers import Events, FakeAnthropic, Status
+from .servers import Answer, Events, FakeAnthropic, Status
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 # A citation of a plain-text document, as the citations guide shows it.
@@ -196,3 +196,47 @@ async def test_an_answer_with_server_tool_blocks_says_they_are_not_supported(
     assert "'server_tool_use', block 1" in str(caught.value)
     assert anthropic_server.count == 1
     conv.messages.validate()
+
+
+# -- the spend limit ------------------------------------------------------------------------------------------------
+
+# Anthropic's answer when the organization's monthly spend limit is reached: a rate_limit_error, without retry-after.
+SPEND_LIMIT = {
+    "type": "error",
+    "error": {
+        "type": "rate_limit_error",
+        "message": "You have reached your specified API usage limits. You will regain access on 2026-12-01 at "
+        "00:00 UTC.",
+        "details": {"error_code": "enforced_spend_limit_reached"},
+    },
+}
+
+
+async def test_a_spend_limit_429_is_not_retried(anthropic_server: FakeAnthropic, claude: AnthropicModel) -> None:
+    anthropic_server.add(Status(429, SPEND_LIMIT), Answer("never reached"))
+    with pytest.raises(ModelError) as caught:
+        await llm.model(claude).request("Hi").prompt_async(max_retries=3)
+    assert anthropic_server.count == 1
+    assert (caught.value.type, caught.value.retryable) == ("quota", False)
+    assert "You will regain access on 2026-12-01" in str(caught.value)
+
+
+async def test_a_spend_limit_error_event_is_not_retried(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel
+) -> None:
+    """Before, the error event was taken for a rate limit: retried, and logged retryable."""
+    anthropic_server.add(Events((message_start(), event("error", error=SPEND_LIMIT["error"]))), Answer("never"))
+    with pytest.raises(ModelError) as caught:
+        await llm.model(claude).request("Hi").prompt_async(max_retries=3)
+    assert anthropic_server.count == 1
+    assert (caught.value.type, caught.value.retryable) == ("quota", False)
+    assert "spend limit is used up" in str(caught.value) and "Retrying cannot help" in str(caught.value)
+
+
+async def test_an_ordinary_rate_limit_error_event_is_still_retried(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel
+) -> None:
+    error = {"type": "rate_limit_error", "message": "Number of request tokens has exceeded your per-minute rate limit"}
+    anthropic_server.add(Events((message_start(), event("error", error=error))), Answer("Hello."))
+    assert await llm.model(claude).request("Hi").prompt_async() == "Hello."
+    assert anthropic_server.count == 2

@@ -30,6 +30,9 @@ How the log maps onto Anthropic's stricter shape:
   `_anthropic_thinking`. A content block of a type this module
   does not know is refused (``bad_response``) rather than dropped.
 - Citations (``citations`` on text blocks, ``citations_delta`` in a stream) are not kept: the cited text is.
+- A ``rate_limit_error`` whose ``details.error_code`` is ``enforced_spend_limit_reached`` (the organization's
+  monthly spend limit), in a stream or a body, is not retryable (``type="quota"``, as the transport makes such an
+  HTTP 429): access resumes only with the next month or a higher tier.
 """
 
 from __future__ import annotations
@@ -315,9 +318,14 @@ class _Usage(msgspec.Struct):
     output_tokens_details: _OutputDetails | None = None
 
 
+class _ErrorDetails(msgspec.Struct):
+    error_code: Any = None
+
+
 class _Error(msgspec.Struct):
     type: str | None = None
     message: str | None = None
+    details: _ErrorDetails | None = None
 
 
 class _Message(msgspec.Struct):
@@ -353,10 +361,21 @@ _SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "mcp_tool_re
 _RETRYABLE = {"rate_limit_error": "rate_limit", "api_error": "server", "overloaded_error": "overloaded"}
 
 
+_SPEND_LIMIT = "enforced_spend_limit_reached"
+
+
 def error_from(error: _Error | None) -> ModelError:
     """The `ModelError` for an Anthropic error object (in a stream or a body)."""
     kind = (error.type if error else None) or "error"
     message = (error.message if error else None) or kind
+    if error is not None and error.details is not None and error.details.error_code == _SPEND_LIMIT:
+        # A rate_limit_error by its type, but no wait lifts it: retrying only repeats the refusal.
+        # The same as the transport's answer to such an HTTP 429 (type "quota"), for one in a stream or a body.
+        return ModelError(
+            f"Anthropic refused the request: the account's quota or spend limit is used up: {message.rstrip('.')}. "
+            "Retrying cannot help until it is raised or resets",
+            type="quota",
+        )
     retry_type = _RETRYABLE.get(kind)
     return ModelError(
         f"Anthropic reported an error: {message} ({kind})",
