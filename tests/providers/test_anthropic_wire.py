@@ -5,19 +5,23 @@ spend-limit ``rate_limit_error``. The shapes are those of Anthropic's API refere
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from threadline import llm
-from threadline.errors import ModelError
-from threadline.messages import AssistantMessage
+from threadline import Attachment, Conversation, llm
+from threadline.conversation_config import ConversationConfig
+from threadline.errors import ModelError, UserError
+from threadline.messages import AssistantMessage, ToolMessage, UserMessage
 from threadline.models.anthropic import AnthropicModel
+from threadline.models.base import ReasoningSettings
 
 from .conftest import make_anthropic
-from .servers import Answer, Events, FakeAnthropic, Status
+from .servers import Answer, Events, FakeAnthropic, Status, ToolUse
+from .servers.anthropic_thinking import FakeAnthropicThinking, Think, Thought, sign
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 # A citation of a plain-text document, as the citations guide shows it.
@@ -128,6 +132,145 @@ async def test_an_unstreamed_answer_with_citations_keeps_its_text(
     anthropic_server.add(Status(200, message_body(content)))
     answer = await llm.model(claude).request("What colour is the grass?").prompt_async(stream=False)
     assert answer == "According to it, the grass is green."
+
+
+# -- file attachments -----------------------------------------------------------------------------------------------
+
+
+async def test_a_pdf_goes_as_a_base64_document_before_the_question(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel
+) -> None:
+    """Before, a file attachment was silently left out of the request."""
+    pdf = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF"
+    anthropic_server.reply("A one-page report.")
+    report = Attachment("file", data=pdf, media_type="application/pdf", name="report.pdf")
+    await llm.model(claude).request("Summarise the report.", attachments=[report]).prompt_async()
+    (document, question) = user_blocks(anthropic_server.bodies[0])
+    assert document == {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": base64.b64encode(pdf).decode()},
+        "title": "report.pdf",
+    }
+    assert question == {"type": "text", "text": "Summarise the report."}
+
+
+@pytest.mark.parametrize(
+    ("media_type", "data", "text"),
+    [
+        ("text/plain", b"The grass is green.", "The grass is green."),
+        ("text/markdown", "# Caf\u00e9\n\n- green".encode(), "# Caf\u00e9\n\n- green"),
+        ("text/csv", b"city,temp\nParis,22\n", "city,temp\nParis,22\n"),
+        ("text/plain; charset=latin-1", "Caf\u00e9".encode("latin-1"), "Caf\u00e9"),
+    ],
+)
+async def test_a_text_file_goes_as_a_plain_text_document(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel, media_type: str, data: bytes, text: str
+) -> None:
+    anthropic_server.reply("Read it.")
+    notes = Attachment("file", data=data, media_type=media_type)
+    await llm.model(claude).request("Read this.", attachments=[notes]).prompt_async()
+    assert anthropic_server.count == 1  # the fake takes only the documented source shapes
+    document = user_blocks(anthropic_server.bodies[0])[0]
+    assert document == {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
+
+
+@pytest.mark.parametrize(
+    ("attachment", "words"),
+    [
+        (Attachment("file", data=b"PK\x03\x04", media_type="application/zip", name="a.zip"), "application/zip"),
+        (Attachment("file", data=b"\x00\x01", name="blob"), "has media type None"),
+        (Attachment("file", media_type="application/pdf", name="gone.pdf"), "'gone.pdf' has no data"),
+        (Attachment("file", data=b"\xff\xfe\xfa", media_type="text/plain", name="bad.txt"), "is not text in"),
+        (Attachment("file", data=b"", media_type="application/pdf", name="empty.pdf"), "is empty"),
+    ],
+)
+async def test_a_file_anthropic_cannot_take_is_refused_before_anything_is_sent(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel, attachment: Attachment, words: str
+) -> None:
+    with pytest.raises(UserError, match="file attachment") as caught:
+        await llm.model(claude).request("Read this.", attachments=[attachment]).prompt_async()
+    assert words in str(caught.value)
+    assert anthropic_server.count == 0
+
+
+# -- text the API refuses -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_claudes_whitespace_before_a_tool_call_is_not_sent_back(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel, stream: bool
+) -> None:
+    """Before, the "\\n\\n" went back as a text block and the API refused the next request (HTTP 400)."""
+    anthropic_server.add(
+        Answer("\n\n", tool_calls=(ToolUse("get_weather", '{"city": "Paris"}', id="toolu_01A"),)),
+        Answer("22 C in Paris."),
+    )
+    conv = llm.model(claude).tools(get_weather).request("Weather in Paris?").prompt_conversation(stream=stream)
+    call, result, answer = [message async for message in conv.run()]
+    assert isinstance(call, AssistantMessage) and isinstance(result, ToolMessage)
+    assert call.content == "\n\n"  # the log keeps what Claude said
+    assert answer.content == "22 C in Paris."
+    assert anthropic_server.count == 2  # the fake refuses whitespace-only text, as the API does
+    assert anthropic_server.bodies[1]["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Paris"}}
+    ]
+
+
+async def test_whitespace_between_thinking_and_a_tool_call_is_not_sent_back() -> None:
+    with FakeAnthropicThinking() as server:
+        model = make_anthropic(server, "claude-sonnet-4-5")  # type: ignore[arg-type]
+        try:
+            thought = "The user wants Paris."
+            server.add(
+                Thought(blocks=(Think(thought), "\n\n", ToolUse("get_weather", '{"city": "Paris"}', id="toolu_01B"))),
+                Thought(blocks=("22 C in Paris.",)),
+            )
+            config = ConversationConfig(
+                model=model, tools=[get_weather], reasoning=ReasoningSettings(budget_tokens=2_000)
+            )
+            conv = Conversation(config=config)
+            conv.add(UserMessage(content="Weather in Paris?"))
+            messages = [message async for message in conv.run()]
+        finally:
+            await model.aclose()
+    assert messages[-1].content == "22 C in Paris."
+    assert [block["type"] for block in server.bodies[1]["messages"][1]["content"]] == ["thinking", "tool_use"]
+    assert server.bodies[1]["messages"][1]["content"][0]["signature"] == sign(thought)
+
+
+@pytest.mark.parametrize("text", ["", " \n\t"])
+async def test_a_blank_message_is_refused_before_anything_is_sent(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel, text: str
+) -> None:
+    with pytest.raises(UserError, match="the message to send is empty"):
+        await llm.model(claude).request(text).prompt_async()
+    assert anthropic_server.count == 0
+
+
+async def test_a_blank_message_with_an_image_sends_the_image_only(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel
+) -> None:
+    anthropic_server.reply("A black square.")
+    image = Attachment.image(PNG, media_type="image/png")
+    assert await llm.model(claude).request("  ", attachments=[image]).prompt_async() == "A black square."
+    assert [block["type"] for block in user_blocks(anthropic_server.bodies[0])] == ["image"]
+
+
+async def test_a_blank_message_earlier_in_the_log_is_left_out(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel
+) -> None:
+    anthropic_server.reply("Yes.")
+    conv = Conversation(config=ConversationConfig(model=claude))
+    conv.add(UserMessage(content="Hello"))
+    conv.add(AssistantMessage(content="Hi! How can I help?"))
+    conv.add(UserMessage(content="\n"))  # e.g. from a provider that took it
+    conv.add(AssistantMessage(content="Did you mean to say something?"))
+    conv.add(UserMessage(content="Is the grass green?"))
+    (answer,) = [message async for message in conv.run()]
+    assert answer.content == "Yes."
+    sent = anthropic_server.bodies[0]["messages"]
+    assert [message["role"] for message in sent] == ["user", "assistant", "user"]
+    assert [block["text"] for block in sent[1]["content"]] == ["Hi! How can I help?", "Did you mean to say something?"]
 
 
 # -- server tools ---------------------------------------------------------------------------------------------------

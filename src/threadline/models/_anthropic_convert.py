@@ -17,6 +17,14 @@ How the log maps onto Anthropic's stricter shape:
 - Consecutive turns of one role are merged into one; tool results become ``tool_result`` blocks (with
   ``is_error``) of a user turn, always before any text in that turn, as the API requires.
 - A log that starts with an assistant turn gets a short user turn in front, since the API refuses that shape.
+- Text the API would refuse is not sent ("text content blocks must contain non-whitespace text"): an assistant
+  turn's whitespace-only text (Claude's own "\n\n" before a tool call) is left out of the request, the log keeps
+  it; a user message whose text is blank sends only its attachments, and a blank last message with nothing
+  attached is refused before anything is sent (`check_request`), since leaving it out would turn the request into
+  a prefill of the previous answer.
+- File attachments become ``document`` blocks: a PDF with a base64 source, a text file (``text/*``) with a plain
+  text source. Any other file, or one without data, is refused before anything is sent (`check_request`), never
+  dropped.
 - ``max_tokens`` is always sent (the profile's default when the caller sets none).
 - Server tools (web search, code execution…) passed as the ``anthropic_tools`` extra go after the function tools.
   Their answers' blocks (``server_tool_use``, ``web_search_tool_result``…) are not in threadline's log yet: such
@@ -37,13 +45,16 @@ How the log maps onto Anthropic's stricter shape:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
+from ..attachments import Attachment
 from ..errors import ModelError, UserError
 from ..messages import (
     AssistantMessage,
+    Message,
     Reasoning,
     SystemMessage,
     ToolCall,
@@ -76,7 +87,7 @@ from ._convert_common import (
 from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
 
-__all__ = ["DEFAULT_MAX_TOKENS", "FIRST_TURN", "MessageStream", "build_request", "parse_message"]
+__all__ = ["DEFAULT_MAX_TOKENS", "FIRST_TURN", "MessageStream", "build_request", "check_request", "parse_message"]
 
 DEFAULT_MAX_TOKENS = 4_096
 FIRST_TURN = "(conversation start)"
@@ -151,7 +162,9 @@ def build_request(
             for attachment in message.attachments:
                 if attachment.kind == "image":
                     add("user", _image_block(attachment))
-            if message.content:
+                elif attachment.kind == "file":
+                    add("user", _document_block(attachment))
+            if not _blank(message.content):
                 add("user", {"type": "text", "text": message.content})
         elif isinstance(message, AssistantMessage):
             if message.reasoning:
@@ -163,7 +176,7 @@ def build_request(
                     thinking_turns.add(len(turns.turns) - 1)
                 continue
             text = content_for_model(message)
-            if text:
+            if not _blank(text):
                 add("assistant", {"type": "text", "text": text})
             for call in message.tool_calls:
                 add("assistant", tool_use(call))
@@ -272,6 +285,93 @@ def _tool_choice(choice: str, context: WireContext, wire_name: Any) -> dict[str,
         return {"type": "none"}
     name = choice if choice == context.final_tool else wire_name(choice)
     return {"type": "tool", "name": name}
+
+
+def _blank(text: str | None) -> bool:
+    """Whether a text would be an empty or whitespace-only text block, which the API refuses."""
+    return not text or text.isspace()
+
+
+def check_request(messages: Sequence[Message]) -> None:
+    """Refuse, before anything is sent, what `build_request` could not send as the API requires.
+
+    Raises:
+        UserError: for a file attachment without data or of a type Anthropic does not take, or a last message
+            that is blank (empty or whitespace only) with nothing attached.
+    """
+    for message in messages:
+        if isinstance(message, UserMessage):
+            for attachment in message.attachments:
+                if attachment.kind == "file":
+                    _document_source(attachment)
+    last = next((message for message in reversed(messages) if not isinstance(message, SystemMessage)), None)
+    if (
+        isinstance(last, UserMessage)
+        and _blank(last.content)
+        and not any(attachment.kind in ("image", "file") for attachment in last.attachments)
+    ):
+        raise UserError(
+            "the message to send is empty (or only whitespace), which Anthropic refuses: write something, or "
+            "attach an image or a file"
+        )
+
+
+_PDF = "application/pdf"
+
+
+def _document_block(attachment: Attachment) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "document", "source": _document_source(attachment)}
+    if attachment.name:
+        block["title"] = attachment.name
+    return block
+
+
+def _document_source(attachment: Attachment) -> dict[str, Any]:
+    """The ``source`` of a file's document block: a PDF as base64, a text file as plain text.
+
+    Raises:
+        UserError: for a file without data, of another media type, or text that cannot be decoded.
+    """
+    label = attachment.name or attachment.path or "without a name"
+    data = attachment.read_bytes()
+    if data is None:
+        if attachment.path is not None:
+            raise UserError(
+                f"file attachment {label!r} has no data, only the path it once came from; a path read back from a "
+                "log (loaded or imported) is never read, so that a log cannot upload local files: attach the file "
+                "again with Attachment('file', path=...)"
+            )
+        raise UserError(f"file attachment {label!r} has no data (Anthropic takes a file's bytes, not a url)")
+    if not data:
+        raise UserError(f"file attachment {label!r} is empty, which Anthropic refuses: attach a file with content")
+    media_type, _, parameters = (attachment.media_type or "").partition(";")
+    media_type = media_type.strip().lower()
+    if media_type == _PDF:
+        import base64
+
+        return {"type": "base64", "media_type": _PDF, "data": base64.b64encode(data).decode("ascii")}
+    if media_type.startswith("text/"):
+        charset = "utf-8-sig"
+        for parameter in parameters.split(";"):
+            key, _, value = parameter.partition("=")
+            if key.strip().lower() == "charset" and value.strip():
+                charset = value.strip().strip('"')
+        try:
+            text = data.decode(charset)
+        except (LookupError, UnicodeDecodeError):
+            raise UserError(
+                f"file attachment {label!r} ({attachment.media_type}) is not text in {charset}; pass the right "
+                "charset in media_type (e.g. 'text/plain; charset=latin-1')"
+            ) from None
+        if _blank(text):
+            raise UserError(f"file attachment {label!r} holds only whitespace, which Anthropic refuses")
+        # The API's plain-text source takes one media type; markdown, CSV and the like are sent as what they are.
+        return {"type": "text", "media_type": "text/plain", "data": text}
+    raise UserError(
+        f"file attachment {label!r} has media type {attachment.media_type!r}, which Anthropic does not take as a "
+        "document: attach a PDF (application/pdf) or a text file (text/plain, text/markdown, text/csv…), with "
+        "media_type= when its name does not say"
+    )
 
 
 def _image_block(attachment: Any) -> dict[str, Any]:

@@ -210,7 +210,8 @@ def answer_blocks(
     blocks: list[dict[str, Any]] = []
     for part in answer_parts(message):
         if isinstance(part, str):
-            blocks.append({"type": "text", "text": part})
+            if not part.isspace():  # "text content blocks must contain non-whitespace text"; the log keeps it
+                blocks.append({"type": "text", "text": part})
         elif isinstance(part, ToolCall):
             blocks.append(tool_use(part))
         else:

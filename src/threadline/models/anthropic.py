@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
-from ._anthropic_convert import MessageStream, build_request, parse_message
+from ._anthropic_convert import MessageStream, build_request, check_request, parse_message
 from ._anthropic_thinking import check_thinking
 from ._http_model import HTTPModel
 from .profiles import anthropic_profile
@@ -60,6 +60,8 @@ class AnthropicModel(HTTPModel):
     def _check_wire(self, request: ModelRequest) -> None:
         # Thinking's own rules (a budget of at least 1,024 tokens, no forced tool), before anything is sent.
         check_thinking(request, self.profile, self.name)
+        # File attachments and blank messages the API would refuse, rather than sent or silently left out.
+        check_request(request.messages)
 
     def _translate(self, request: ModelRequest, stream: bool) -> Translation:
         body, context = build_request(request, self.model_id, self.profile, stream=stream)
