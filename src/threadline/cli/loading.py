@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..models.base import Model
     from ..store import Store
 
-__all__ = ["check_tool_choice", "load_tool", "load_tools", "prepare_model", "resolve_model"]
+__all__ = ["check_model", "check_tool_choice", "load_tool", "load_tools", "prepare_model", "resolve_model"]
 
 
 def load_tool(spec: str, store: Store | None = None) -> Any:
@@ -173,6 +173,37 @@ def resolve_model(name: str | None) -> Model:
     except ImportError as exc:
         provider = (name or "").partition(":")[0] or "default"
         raise CommandError(f"the {provider!r} provider cannot be loaded here: {exc}", EXIT_USAGE) from None
+
+
+def check_model(
+    model: Model, tools: list[Any], tool_choice: str | None = None, settings: dict[str, Any] | None = None
+) -> None:
+    """Ask ``model`` whether it can serve a turn with these tools and settings, before anything is stored: what the
+    turn would refuse only after the user's message is in the log (no API key for the provider's own endpoint, tools
+    or reasoning settings the model lacks) is refused now, and the store keeps nothing of the command.
+
+    Args:
+        model: The model of ``-m``.
+        tools: The tools of ``-T``.
+        tool_choice: The ``--tool-choice``, if any.
+        settings: Model settings (`threadline.models.base.ModelSettings` fields: ``max_tokens``, ``reasoning``…).
+
+    Raises:
+        UserError: for a missing API key, or a setting the model refuses.
+        CapabilityError: for tools, a forced tool or reasoning the model lacks.
+    """
+    from ..messages import user
+    from ..models.base import ModelRequest, ModelSettings
+    from ..tools import resolve_tools
+
+    specs = resolve_tools(tools).specs() if tools else []
+    request = ModelRequest(
+        messages=[user("…")],
+        tools=specs,
+        tool_choice=tool_choice if specs else None,
+        settings=ModelSettings(**(settings or {})),
+    )
+    model.check(request)
 
 
 def prepare_model(model: Model, console: Console) -> None:

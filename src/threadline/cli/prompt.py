@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._errors import EXIT_USAGE, CommandError, conversation_id, friendly_errors
-from .loading import check_tool_choice, load_tool, load_tools, prepare_model, resolve_model
+from .loading import check_model, check_tool_choice, load_tool, load_tools, prepare_model, resolve_model
 from .otlp import otlp_option
 from .store_option import open_cli_store, store_option
 from .turn_printer import (
@@ -39,6 +39,7 @@ __all__ = [
     "TurnInterrupted",
     "TurnPrinter",
     "chat",
+    "check_model",
     "check_tool_choice",
     "interrupted",
     "load_tool",
@@ -232,6 +233,7 @@ def prompt(
         tools = load_tools(tool_specs, store)
         check_tool_choice(tool_choice, tools)
         model = resolve_model(model_name)
+        check_model(model, tools, tool_choice, _settings(max_tokens, temperature))  # before anything is stored
         conversation, builder = open_conversation(store, continue_latest, cid, model)
         builder = configure(builder, system, tools, tool_choice, mode)
         events = stderr_console()
@@ -295,6 +297,7 @@ def chat(
     try:
         tools = load_tools(tool_specs, store)
         model = resolve_model(model_name)
+        check_model(model, tools, None, _settings(max_tokens, temperature))  # before the first line is typed
         conversation, builder = open_conversation(store, continue_latest, cid, model)
         events = stderr_console()
         prepare_model(model, events)
