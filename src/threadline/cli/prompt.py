@@ -63,6 +63,26 @@ def _settings(max_tokens: int | None, temperature: float | None) -> dict[str, An
     return settings
 
 
+ReasoningChoice = tuple[str | bool, int | None] | None
+"""``--reasoning`` and ``--reasoning-budget`` as the builder's ``.reasoning`` takes them (None: not asked for)."""
+
+
+def _check_settings(max_tokens: int | None, temperature: float | None, reasoning: ReasoningChoice) -> dict[str, Any]:
+    """The model settings `check_model` asks the model about: the per-turn ones and the reasoning of the config."""
+    settings = _settings(max_tokens, temperature)
+    if reasoning is not None:
+        from ..conversation_config import reasoning_settings
+
+        settings["reasoning"] = reasoning_settings(*reasoning)
+    return settings
+
+
+def _reasoning(effort: str | None, budget: int | None) -> ReasoningChoice:
+    if effort is None and budget is None:
+        return None
+    return (effort if effort is not None else True, budget)
+
+
 # -- the commands ---------------------------------------------------------------------------------------------
 _model_option = click.option(
     "-m",
@@ -97,6 +117,25 @@ _show_reasoning_option = click.option(
     "--show-reasoning",
     is_flag=True,
     help="Show the model's thinking as it streams, dimmed, on stderr before the answer (reasoning models).",
+)
+
+
+_reasoning_option = click.option(
+    "--reasoning",
+    "reasoning_effort",
+    type=click.Choice(["low", "medium", "high"]),
+    default=None,
+    help="Turn the model's thinking on, with this effort (reasoning models; others refuse it). "
+    "Anthropic: a thinking budget derived from it; OpenAI: reasoning_effort.",
+)
+_reasoning_budget_option = click.option(
+    "--reasoning-budget",
+    "reasoning_budget",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="TOKENS",
+    help="Turn the model's thinking on, with at most TOKENS tokens of it (Anthropic's budget_tokens; "
+    "OpenAI: the nearest effort at or above it).",
 )
 
 
@@ -169,9 +208,17 @@ def wait_for_turn(conversation: Conversation, console: Console, seconds: float) 
 
 
 def configure(
-    builder: PromptBuilder, system: str | None, tools: list[Any], tool_choice: str | None, mode: str | None
+    builder: PromptBuilder,
+    system: str | None,
+    tools: list[Any],
+    tool_choice: str | None,
+    mode: str | None,
+    reasoning: ReasoningChoice = None,
 ) -> PromptBuilder:
-    """The builder with the command line's system prompt, tools, tool choice and mode applied."""
+    """The builder with the command line's system prompt, tools, tool choice, mode and reasoning applied."""
+    if reasoning is not None:
+        effort, budget = reasoning
+        builder = builder.reasoning(effort=effort if isinstance(effort, str) else None, budget_tokens=budget)
     if system:
         builder = builder.agent(system)
     if tools:
@@ -196,6 +243,8 @@ def configure(
 @_mode_option
 @_max_tokens_option
 @_temperature_option
+@_reasoning_option
+@_reasoning_budget_option
 @_show_reasoning_option
 @_no_log_option
 @_wait_option
@@ -213,6 +262,8 @@ def prompt(
     mode: str | None,
     max_tokens: int | None,
     temperature: float | None,
+    reasoning_effort: str | None,
+    reasoning_budget: int | None,
     show_reasoning: bool,
     no_log: bool,
     wait: float,
@@ -233,9 +284,11 @@ def prompt(
         tools = load_tools(tool_specs, store)
         check_tool_choice(tool_choice, tools)
         model = resolve_model(model_name)
-        check_model(model, tools, tool_choice, _settings(max_tokens, temperature))  # before anything is stored
+        reasoning = _reasoning(reasoning_effort, reasoning_budget)
+        # Before anything is stored: a missing key, or reasoning asked of a model without it, keeps nothing.
+        check_model(model, tools, tool_choice, _check_settings(max_tokens, temperature, reasoning))
         conversation, builder = open_conversation(store, continue_latest, cid, model)
-        builder = configure(builder, system, tools, tool_choice, mode)
+        builder = configure(builder, system, tools, tool_choice, mode, reasoning)
         events = stderr_console()
         prepare_model(model, events)  # before the reservation: another turn must not wait for our weights
         wait_for_turn(conversation, events, wait)
@@ -268,6 +321,8 @@ def _where(conversation: Conversation, events: Console) -> None:
 @_mode_option
 @_max_tokens_option
 @_temperature_option
+@_reasoning_option
+@_reasoning_budget_option
 @_show_reasoning_option
 @_no_log_option
 @_wait_option
@@ -283,6 +338,8 @@ def chat(
     mode: str | None,
     max_tokens: int | None,
     temperature: float | None,
+    reasoning_effort: str | None,
+    reasoning_budget: int | None,
     show_reasoning: bool,
     no_log: bool,
     wait: float,
@@ -297,11 +354,12 @@ def chat(
     try:
         tools = load_tools(tool_specs, store)
         model = resolve_model(model_name)
-        check_model(model, tools, None, _settings(max_tokens, temperature))  # before the first line is typed
+        reasoning = _reasoning(reasoning_effort, reasoning_budget)
+        check_model(model, tools, None, _check_settings(max_tokens, temperature, reasoning))  # before any line
         conversation, builder = open_conversation(store, continue_latest, cid, model)
         events = stderr_console()
         prepare_model(model, events)
-        builder = configure(builder, system, tools, None, mode)
+        builder = configure(builder, system, tools, None, mode, reasoning)
         interactive = sys.stdin.isatty()
         while True:
             try:
