@@ -140,8 +140,10 @@ class TurnResult(msgspec.Struct):
     """How a turn ended.
 
     Attributes:
-        stop_reason: ``"end"`` (an answer without tool calls), ``"max_tool_rounds"`` (the round limit forced a
-            tool-less answer), or ``"error"`` (the model call failed).
+        stop_reason: ``"end"`` (an answer without tool calls), ``"length"`` (the answer stopped at the output
+            token limit: raise ``max_tokens``), ``"content_filter"`` (the provider's filter or a refusal stopped
+            it), ``"max_tool_rounds"`` (the round limit forced a tool-less answer), or ``"error"`` (the model call
+            failed).
         rounds: Tool rounds run.
         new_messages: Messages the turn appended, in order.
         usage: Summed usage of the turn's model calls.
@@ -225,6 +227,7 @@ async def run_turn(
                 tool_choice=(tool_choice if offered else None),
                 settings=options.settings,
                 response_format=options.response_format,
+                reasoning_shown=options.on_reasoning is not None,
             )
             model.check(request)
 
@@ -245,7 +248,8 @@ async def run_turn(
             yield message
 
             if not message.tool_calls:
-                result.stop_reason = "max_tool_rounds" if final_round else "end"
+                cut = response.stop_reason if response.stop_reason in _CUT_SHORT else None
+                result.stop_reason = cut or ("max_tool_rounds" if final_round else "end")
                 break
             if final_round:
                 # No tools were offered, yet the model called some: answer them so the log stays valid, and stop.
@@ -403,6 +407,10 @@ async def _call_model(
     if call is not None:
         call.done(response)
     return response
+
+
+# How a model's final answer may stop short, by `ModelResponse.stop_reason`; the turn's stop_reason says so.
+_CUT_SHORT = frozenset({"length", "content_filter"})
 
 
 def _masked(text: str) -> str:

@@ -73,7 +73,8 @@ class GenerateTextResult(msgspec.Struct, frozen=True):
         steps: One per model call.
         usage: Summed over the steps.
         request_hash: The `request_hash` of the inputs.
-        stop_reason: ``"end"`` (an answer without tool calls) or ``"max_tool_rounds"``.
+        stop_reason: ``"end"`` (an answer without tool calls), ``"length"`` (the answer stopped at the output
+            token limit), ``"content_filter"`` (a filter or a refusal stopped it) or ``"max_tool_rounds"``.
         conversation_id: The stored conversation, when ``store=`` was given.
         cached: True when the result came from the cache (no model was called).
     """

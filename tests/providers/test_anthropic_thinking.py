@@ -373,9 +373,11 @@ async def test_a_stream_cut_between_thinking_and_its_signature_is_never_replayed
     server.add(Cut(call_paris(), after=3 + -(-len(PARIS_THOUGHT) // 9)))  # the fake sends 9 characters a delta
     conv = Conversation(config=config(claude))
     conv.add(UserMessage(content="Weather in Paris?"))
+    shown: list[str] = []
     with pytest.raises(ModelError) as caught:
-        await run(conv)
+        await run(conv, on_reasoning=shown.append)
     assert caught.value.type == "connection" and server.count == 1  # thinking was shown: not retried
+    assert "".join(shown) == PARIS_THOUGHT
     failure = conv.messages[-1]
     assert isinstance(failure, AssistantMessage)
     assert failure.reasoning == [Reasoning(text=PARIS_THOUGHT, provider="anthropic")]  # kept, unsigned
@@ -386,6 +388,25 @@ async def test_a_stream_cut_between_thinking_and_its_signature_is_never_replayed
     assert answer.content == "22 C in Paris."
     assert thinking_blocks(server.bodies[1]) == []  # the unsigned thinking stayed in the log only
     assert "[LLM_ERROR type=connection" in server.bodies[1]["messages"][1]["content"][0]["text"]
+
+
+async def test_a_stream_cut_in_thinking_nobody_is_shown_is_retried_and_the_answer_is_whole(
+    server: FakeAnthropicThinking, claude: AnthropicModel
+) -> None:
+    """Before, any thinking streamed stopped the retries, shown or not: with thinking on, nearly every broken
+    stream (an overload, a proxy's idle timeout during a long think) failed the turn although nothing had been
+    shown and a retry would have worked."""
+    server.add(Cut(call_paris(), after=3 + -(-len(PARIS_THOUGHT) // 9)), call_paris(), Answer("22 C in Paris."))
+    conv = Conversation(config=config(claude))
+    conv.add(UserMessage(content="Weather in Paris?"))
+    call, result, answer = await run(conv)
+    assert server.count == 3  # the cut attempt, its retry, the answer after the tool
+    assert [m.error for m in conv.messages if isinstance(m, AssistantMessage)] == [None, None]
+    assert call.reasoning == [Reasoning(text=PARIS_THOUGHT, signature=sign(PARIS_THOUGHT), provider="anthropic")]
+    assert answer.content == "22 C in Paris."
+    assert thinking_blocks(server.bodies[2]) == [
+        {"type": "thinking", "thinking": PARIS_THOUGHT, "signature": sign(PARIS_THOUGHT)}
+    ]
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -190,7 +190,14 @@ class HTTPModel(Model):
         stream = request.settings.stream and self.capabilities.streaming
         body, parse, decoder = self._translate(request, stream)
         streamed = bool(body.get("stream"))
-        return self._endpoint.events(_encode(body), request.settings, stream=streamed, parse=parse, decoder=decoder)
+        return self._endpoint.events(
+            _encode(body),
+            request.settings,
+            stream=streamed,
+            parse=parse,
+            decoder=decoder,
+            reasoning_shown=request.reasoning_shown,
+        )
 
     async def aclose(self) -> None:
         """Close this model's pooled connections (those of the running event loop)."""

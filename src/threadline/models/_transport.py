@@ -187,6 +187,7 @@ class Endpoint:
         stream: bool,
         parse: Callable[[bytes], ModelResponse],
         decoder: Callable[[], StreamDecoder],
+        reasoning_shown: bool = True,
     ) -> AsyncIterator[ModelEvent]:
         """Post ``payload`` and yield the answer: `TextDelta` events while streaming, then one `ModelResponse`.
 
@@ -196,6 +197,10 @@ class Endpoint:
             stream: Whether the body asked for a server-sent-event stream.
             parse: Reads a whole (non-streamed) response body.
             decoder: Makes a fresh stream reader for each attempt.
+            reasoning_shown: Whether the caller shows `ReasoningDelta` pieces as they come. When it does not, they
+                are held until the attempt ends, so a failure after some thinking (but no text) is still retried:
+                the held pieces of a failed attempt are dropped, or given just before the error when no retry
+                follows (the failure's log keeps them).
 
         Raises:
             ModelError: after the retries allowed, or at once for a failure no retry can fix.
@@ -207,7 +212,8 @@ class Endpoint:
         deadline: float | None = None
         while True:
             shown: list[str] = []
-            thought = False
+            thought = False  # reasoning was handed to a caller that shows it
+            held: list[ReasoningDelta] = []  # reasoning nobody is shown yet (see reasoning_shown)
             headers: httpx.Headers | None = None
             try:
                 response = await self._send(pool, payload, timeout)
@@ -229,18 +235,19 @@ class Endpoint:
                                     shown.append(piece)
                                     yield TextDelta(piece)
                             elif piece is not None:
-                                # Thinking already shown cannot be taken back either: no retry after it.
-                                thought = True
-                                yield piece
+                                if reasoning_shown:
+                                    # Thinking already shown cannot be taken back either: no retry after it.
+                                    thought = True
+                                    yield piece
+                                else:
+                                    held.append(piece)
                         result = reader.finish()
                 finally:
                     await response.aclose()
                 if not result.content and not result.tool_calls:
-                    raise ModelError(
-                        f"{self.provider} returned an empty answer (no text, no tool calls)",
-                        type="empty_response",
-                        retryable=True,
-                    )
+                    if not thought and not held:
+                        held = _reasoning_deltas(result)  # what it thought goes to the failure's log
+                    raise self._empty_answer(result)
             except (httpx.HTTPError, ModelError) as exc:
                 error = exc if isinstance(exc, ModelError) else self._transport_error(exc, timeout)
                 now = time.monotonic()
@@ -274,16 +281,22 @@ class Endpoint:
                     retryable=error.retryable and signals.should_retry is not False,
                 )
                 error.partial = partial
+                for piece in held:  # no retry follows: the failure's log keeps what was thought
+                    yield piece
                 raise self._redact(error) from None
             if not thought:
-                # Unstreamed: each reasoning piece is one delta, so callers that show thinking see it all the same.
-                for part, thinking in enumerate(result.reasoning):
-                    if thinking.text:
-                        yield ReasoningDelta(thinking.text, part=part, provider=thinking.provider)
-            if not shown and result.content:
-                # Unstreamed (or a server that ignored "stream"): the whole text is one delta, so callers that
-                # show text as it comes see it all the same.
-                yield TextDelta(result.content)
+                # Unstreamed (or held): each reasoning piece is one delta, so callers see it all the same.
+                for piece in _reasoning_deltas(result):
+                    yield piece
+            if result.content:
+                said = "".join(shown)
+                if not said:
+                    # Unstreamed (or a server that ignored "stream"): the whole text is one delta, so callers that
+                    # show text as it comes see it all the same.
+                    yield TextDelta(result.content)
+                elif len(result.content) > len(said) and result.content.startswith(said):
+                    # Text a reader held back (a chunk that carried thinking too) and the stream ended on.
+                    yield TextDelta(result.content[len(said) :])
             yield result
             return
 
@@ -307,6 +320,27 @@ class Endpoint:
             return max(0.0, retry_after)
         delay = min(self.retry_base_delay * 2.0**attempt, self.retry_max_delay)
         return delay * (1 - 0.25 * random.random())  # jitter spreads clients that failed together
+
+    def _empty_answer(self, result: ModelResponse) -> ModelError:
+        """The error for an answer with no text and no tool calls, by why the model stopped: its output limit or a
+        refusal fail at once (the same request would end the same way); anything else may be a glitch, retried."""
+        if result.stop_reason == "length":
+            thought = " (its reasoning used it up)" if result.reasoning else ""
+            advice = (
+                "raise max_tokens, or lower the reasoning effort or budget" if result.reasoning else "raise max_tokens"
+            )
+            return ModelError(
+                f"{self.provider} stopped at the output token limit before answering{thought}: {advice}",
+                type="length",
+            )
+        if result.stop_reason == "content_filter":
+            return ModelError(
+                f"{self.provider} refused to answer (its content filter or a refusal stopped it, with no text)",
+                type="refused",
+            )
+        return ModelError(
+            f"{self.provider} returned an empty answer (no text, no tool calls)", type="empty_response", retryable=True
+        )
 
     def _wait_too_long(self, error: ModelError, retry_after: float, left: float) -> ModelError:
         """The error for a ``Retry-After`` longer than the call may still wait: fail now, say when to retry."""
@@ -452,6 +486,15 @@ def _why_not_retry(error: ModelError, signals: _Signals, shown: object, attempt:
     if not (error.retryable or signals.should_retry):
         return ""
     return None
+
+
+def _reasoning_deltas(result: ModelResponse) -> list[ReasoningDelta]:
+    """An answer's reasoning as deltas, one per piece with text."""
+    return [
+        ReasoningDelta(thinking.text, part=part, provider=thinking.provider)
+        for part, thinking in enumerate(result.reasoning)
+        if thinking.text
+    ]
 
 
 def _duration(seconds: float) -> str:

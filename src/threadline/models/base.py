@@ -153,6 +153,9 @@ class ModelRequest(msgspec.Struct):
         tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool's real name; None means auto.
         settings: Sampling and transport settings.
         response_format: Set when structured output is requested.
+        reasoning_shown: Whether the caller shows `ReasoningDelta` pieces as they stream (the turn engine does when
+            it has an ``on_reasoning`` callback). A model may retry a failed call after thinking only when they are
+            not shown, as it may after text only when none was shown.
     """
 
     messages: list[Message]
@@ -160,6 +163,7 @@ class ModelRequest(msgspec.Struct):
     tool_choice: ToolChoice | None = None
     settings: ModelSettings = msgspec.field(default_factory=ModelSettings)
     response_format: ResponseFormat | None = None
+    reasoning_shown: bool = True
 
 
 class TextDelta(msgspec.Struct, frozen=True):
