@@ -2,7 +2,8 @@
 chat message (``id``, ``role``, ``createdAt``, ``content``, ``tool_calls``, ``tool_call_id``, ``toolName``,
 ``duration``, ``mode``, UI fields, ...). The files and folders of that layout are `threadline.store.jsonfiles`.
 
-Old files whose messages have no tool fields (only ``role`` and ``content``) read as they are. Failures are assistant
+Old files whose messages have no tool fields (only ``role`` and ``content``) read as they are, and so does a bare list
+of OpenAI chat messages, its thinking (``reasoning_content`` or ``reasoning`` as text) included. Failures are assistant
 messages whose content ends in an ``[LLM_ERROR type=… message=…]`` block; `message_to_file` also writes the error as an
 ``error`` object, and `message_from_file` reads either. Every field threadline keeps is written, so a message written
 and read back is the same message.
@@ -170,12 +171,21 @@ _REASONING_TEXT = ("text", "signature", "redacted", "provider", "id")
 
 
 def _reasoning(item: Mapping[str, Any]) -> list[Reasoning]:
-    """An assistant message's ``reasoning``: a list of objects with the fields of `Reasoning`."""
+    """An assistant message's ``reasoning``: threadline's list of objects with the fields of `Reasoning`, or, as in
+    an OpenAI-compatible server's answer, the thinking as text in ``reasoning_content`` (DeepSeek, vLLM, llama.cpp)
+    or ``reasoning`` (Ollama, vLLM, OpenRouter), read as `MessageList.from_dict` reads a bare OpenAI list."""
     data = item.get("reasoning")
-    if data is None:
-        return []
-    if not isinstance(data, list):
-        raise FieldError(f"reasoning: expected a list, got {kind_name(data)}", "reasoning")
+    if isinstance(data, list):
+        return _reasoning_list(data)
+    thinking = first_field(item, ("reasoning_content",), str, "a string")
+    if thinking is None and data is not None:
+        if not isinstance(data, str):
+            raise FieldError(f"reasoning: expected a list or a string, got {kind_name(data)}", "reasoning")
+        thinking = data
+    return [Reasoning(text=thinking, provider="openai")] if thinking else []
+
+
+def _reasoning_list(data: list[Any]) -> list[Reasoning]:
     pieces: list[Reasoning] = []
     for index, piece in enumerate(data):
         where = f"reasoning[{index}]"
@@ -253,7 +263,14 @@ def _message(item: Any, names: Mapping[str, str]) -> Message:
         call_id = first_field(item, ("tool_call_id", "toolCallId"), str, "a string")
         if call_id is None:
             raise FieldError("missing field 'tool_call_id'", "tool_call_id")
-        name = first_field(item, ("toolName", "tool_name", "name"), str, "a string") or names.get(call_id) or "unknown"
+        # The layout's own field first; an OpenAI message's ``name`` only when no earlier call names the tool (as
+        # `MessageList.from_dict` reads a bare OpenAI list).
+        name = (
+            first_field(item, ("toolName", "tool_name"), str, "a string")
+            or names.get(call_id)
+            or first_field(item, ("name",), str, "a string")
+            or "unknown"
+        )
         is_error = first_field(item, ("isError", "is_error"), bool, "a boolean") or False
         duration = first_field(item, ("duration", "duration_ms"), (int, float), "a number")
         text = content if content is not None else result_text(item.get("result", ""))
