@@ -20,7 +20,12 @@ __all__ = ["fork"]
     default=None,
     help="The id of the last message to keep (its tool results come along); default: the latest message.",
 )
-@click.option("--title", default=None, help="The fork's title (default: the original's).")
+@click.option(
+    "--title",
+    default=None,
+    help="The fork's title (default: the original's title with '(fork)' added, or '(fork 2)', '(fork 3)'… when "
+    "that is taken).",
+)
 @store_option
 @friendly_errors
 def fork(conversation_id: str, at: str | None, title: str | None, store_url: str | None) -> None:

@@ -20,7 +20,8 @@ __all__ = ["export", "import_"]
 
 
 @click.command("export")
-@click.argument("conversation_id", metavar="ID", required=False)
+# "[ID]": the ID is optional, as --all takes its place (click would print a bare metavar as if it were required).
+@click.argument("conversation_id", metavar="[ID]", required=False)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="File (json) or directory (files); json: stdout.")
 @click.option(
     "--layout",
@@ -35,7 +36,8 @@ __all__ = ["export", "import_"]
 def export(
     conversation_id: str | None, output: Path | None, layout: str, export_all: bool, store_url: str | None
 ) -> None:
-    """Export a conversation (or, with --layout files --all, every one)."""
+    """Export conversation ID, or with --all every conversation (--all needs --layout files); give ID or --all,
+    not both."""
     if export_all == (conversation_id is not None):
         raise UserError("give a conversation ID or --all (not both)")
     if export_all and layout != "files":
