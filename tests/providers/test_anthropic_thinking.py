@@ -399,7 +399,7 @@ async def test_a_stream_cut_in_thinking_nobody_is_shown_is_retried_and_the_answe
     server.add(Cut(call_paris(), after=3 + -(-len(PARIS_THOUGHT) // 9)), call_paris(), Answer("22 C in Paris."))
     conv = Conversation(config=config(claude))
     conv.add(UserMessage(content="Weather in Paris?"))
-    call, result, answer = await run(conv)
+    call, _result, answer = await run(conv)
     assert server.count == 3  # the cut attempt, its retry, the answer after the tool
     assert [m.error for m in conv.messages if isinstance(m, AssistantMessage)] == [None, None]
     assert call.reasoning == [Reasoning(text=PARIS_THOUGHT, signature=sign(PARIS_THOUGHT), provider="anthropic")]

@@ -126,6 +126,28 @@ async def test_deepseek_gets_the_thinking_of_tool_calling_turns_back_as_its_thin
         await dropping.aclose()
 
 
+async def test_a_log_from_another_model_continues_on_deepseeks_thinking_mode() -> None:
+    """Before, a tool-calling turn that came from another model (or one that thought nothing) was sent without
+    reasoning_content, and DeepSeek's thinking mode refused every later request with its 400: such a conversation
+    could never continue there. It is sent a blank one (DeepSeek V4 Pro refuses an empty string too)."""
+    from threadline import ToolCall
+    from threadline.testing import ScriptedModel
+
+    calling_turn = AssistantMessage(tool_calls=[ToolCall(id="w1", name="weather", arguments={"city": "Paris"})])
+    first = ScriptedModel([calling_turn, "22 C in Paris."])
+    conversation = llm.model(first).tools(weather).request("Weather in Paris?").prompt_conversation()
+    await run(conversation)
+    with FakeCompatible(rule="require") as server:
+        model = make_openai(server, "deepseek-v4-flash")  # type: ignore[arg-type]
+        server.add(Thinking("Sunny there too.", reasoning="Another look."))
+        answer = await conversation.continuation.model(model).request("And Rome?").prompt_async()
+        await model.aclose()
+    assert answer == "Sunny there too."
+    [calling] = [message for message in server.bodies[0]["messages"] if message.get("tool_calls")]
+    assert calling["reasoning_content"] == " "
+    assert conversation.messages[1].reasoning == []  # the log is unchanged
+
+
 async def test_thinking_a_cut_stream_had_sent_is_never_sent_back(server: FakeCompatible) -> None:
     """A failed call's thinking stays in the log only, even for a server whose profile sends thinking back. Before,
     the context window turned the failure into its ``[LLM_ERROR …]`` text without the error, so the adapter could

@@ -198,7 +198,7 @@ def test_with_the_server_option_only_this_familys_thinking_is_sent_as_reasoning_
         if message["role"] == "assistant"
     ]
     assert sent == [
-        ("", None),  # Anthropic's signed and redacted thinking: never to another family
+        ("", " "),  # Anthropic's signed and redacted thinking: never to another family (a calling turn gets a blank)
         ("22 C in Paris.", None),  # the Responses API's encrypted item and its summary: never either
         ("", OPENAI.text),
         ("24 C in Rome.", "Say it."),
@@ -283,9 +283,11 @@ def test_the_documented_openrouter_stream_gives_each_entry_whole_and_sends_it_ba
     results = ToolMessage(tool_call_id=call.id, tool_name=call.name, content="22 C")
     body = request_body(user("Weather?"), message, results, model="anthropic/claude-sonnet-4", server="openrouter")
     assert body["messages"][1]["reasoning_details"] == OPENROUTER_ENTRIES
-    # Another server is sent none of it, even one that takes thinking back.
+    # Another server is sent none of it, even one that takes thinking back (DeepSeek gets the blank its thinking
+    # mode requires on a tool-calling turn that has none of its own).
     elsewhere = request_body(user("Weather?"), message, results, model="deepseek-reasoner")
-    assert "reasoning_details" not in elsewhere["messages"][1] and "reasoning_content" not in elsewhere["messages"][1]
+    assert "reasoning_details" not in elsewhere["messages"][1]
+    assert elsewhere["messages"][1]["reasoning_content"] == " "
 
 
 def test_an_answer_keeps_the_documented_entries_of_every_type_in_order() -> None:

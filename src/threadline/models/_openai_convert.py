@@ -234,10 +234,15 @@ def build_request(
                         for call in calls
                     ],
                 }
-            if send_reasoning and message.reasoning:
-                thinking = replayed_reasoning(message)
+            if send_reasoning:
+                thinking = replayed_reasoning(message) if message.reasoning else None
                 if thinking:
                     entry["reasoning_content"] = thinking
+                elif calls:
+                    # A tool-calling turn with no thinking of this family (it came from another model, or this
+                    # one thought nothing): a server that requires thinking back on such turns (DeepSeek's thinking
+                    # mode) refuses the request without the field, and DeepSeek V4 Pro refuses it empty too.
+                    entry["reasoning_content"] = NO_THINKING
             if send_signatures and calls and message.reasoning:
                 _attach_signatures(message, entry["tool_calls"])
             if send_details and message.reasoning:
@@ -340,6 +345,10 @@ def _attach_signatures(message: AssistantMessage, wire_calls: list[dict[str, Any
         signature = signed.get(call.id)
         if signature is not None:
             wire_call["extra_content"] = {"google": {"thought_signature": signature}}
+
+
+# What a tool-calling turn without this family's thinking is sent back with, where the profile sends thinking back.
+NO_THINKING = " "
 
 
 def replayed_reasoning(message: AssistantMessage) -> str | None:

@@ -16,7 +16,7 @@ names, as vLLM did while it kept the old name for compatibility (vllm-project/vl
   error"; the error text is the API's own);
 - ``"require"``: HTTP 400 for an assistant message with tool calls and no ``reasoning_content`` (DeepSeek's
   thinking-mode guide: for turns that perform tool calls, it "must be fully passed back to the API in all subsequent
-  requests"; the error text is the API's own, as reported by its users).
+  requests"; the error text is the API's own, as reported by its users); an empty string counts as missing.
 
 ``mixed=True`` sends the last piece of thinking and the first piece of the answer in one chunk, as a server's
 reasoning parser does when the end of the thinking and the start of the answer arrive in the same step.
@@ -71,7 +71,8 @@ class FakeCompatible(FakeOpenAI):
         for message in (request.json or {}).get("messages") or ():
             if message.get("role") != "assistant":
                 continue
-            sent = "reasoning_content" in message
+            # DeepSeek V4 Pro refuses an empty reasoning_content like a missing one (NousResearch/hermes-agent#18263).
+            sent = "reasoning_content" in message and message["reasoning_content"] != ""
             if (self.rule == "refuse" and sent) or (self.rule == "require" and message.get("tool_calls") and not sent):
                 text = REFUSED if self.rule == "refuse" else REQUIRED
                 kind = "invalid_request_error"
