@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from threadline import Attachment, Conversation, MessageList, llm
-from threadline.errors import ModelError, UserError
+from threadline.errors import UserError
 from threadline.messages import UserMessage
 
 from .conftest import make_openai, make_responses
@@ -89,9 +89,7 @@ async def test_a_file_the_api_cannot_take_is_refused_before_anything_is_sent(
 ) -> None:
     server: Any = responses_server if api == "responses" else openai_server
     model = make_responses(server) if api == "responses" else make_openai(server)
-    # Chat Completions refuses it while translating, which the engine reports as the model's failure; OpenAIModel's
-    # own check (openai.py) does not call check_files yet.
-    with pytest.raises(UserError if api == "responses" else ModelError, match="file attachment") as info:
+    with pytest.raises(UserError, match="file attachment") as info:
         await ask(model, attachment())
     assert says in str(info.value)
     assert server.count == 0
@@ -99,7 +97,7 @@ async def test_a_file_the_api_cannot_take_is_refused_before_anything_is_sent(
 
 async def test_chat_completions_takes_only_pdf_files(openai_server: FakeOpenAI) -> None:
     text = Attachment("file", data=b"hello", media_type="text/plain", name="notes.txt")
-    with pytest.raises(ModelError, match="only PDF files") as info:
+    with pytest.raises(UserError, match="only PDF files") as info:
         await ask(make_openai(openai_server), text)
     assert "openai-responses:" in str(info.value) and openai_server.count == 0
 

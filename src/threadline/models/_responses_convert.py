@@ -69,6 +69,7 @@ from ._convert_common import (
     plain,
     served_model,
 )
+from ._openai_files import RESPONSES_FILES, file_part
 from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
 
@@ -210,10 +211,6 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
         if attachment.kind == "image":
             parts.append({"type": "input_image", "image_url": data_url(attachment), "detail": "auto"})
         else:
-            # Imported here: the Chat Completions translation, which keeps OpenAI's file rules, is not loaded
-            # with this one unless a file is attached.
-            from ._openai_convert import RESPONSES_FILES, file_part
-
             filename, data = file_part(attachment, RESPONSES_FILES)
             if data.startswith("data:"):
                 parts.append({"type": "input_file", "filename": filename, "file_data": data})

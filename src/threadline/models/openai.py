@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ._http_model import HTTPModel
 from ._openai_convert import ChatStream, build_request, check_effort_with_tools, parse_completion, plan_tools
+from ._openai_files import CHAT_FILES, check_files
 from .profiles import openai_profile
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class OpenAIModel(HTTPModel):
 
     def _check_wire(self, request: ModelRequest) -> None:
         plan_tools(request, self.profile)  # raises CapabilityError for a choice this server cannot honour
+        check_files(request.messages, CHAT_FILES)
         check_effort_with_tools(request, self.model_id, self.profile)
 
     def _translate(self, request: ModelRequest, stream: bool) -> Translation:

@@ -134,9 +134,7 @@ class OpenAIResponsesModel(HTTPModel):
 
     def _check_wire(self, request: ModelRequest) -> None:
         if any(a.kind == "file" for m in request.messages if isinstance(m, UserMessage) for a in m.attachments):
-            # Imported only then: the Chat Completions translation, which keeps OpenAI's file rules, is not
-            # loaded with this adapter otherwise.
-            from ._openai_convert import RESPONSES_FILES, check_files
+            from ._openai_files import RESPONSES_FILES, check_files
 
             check_files(request.messages, RESPONSES_FILES)
         if request.settings.reasoning is not None:
