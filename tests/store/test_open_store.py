@@ -89,6 +89,13 @@ def test_bad_urls_are_user_errors(url: str, message: str) -> None:
         open_store(url)
 
 
+def test_an_unknown_sqlite_option_is_refused_without_showing_a_password_in_the_url(tmp_path: Path) -> None:
+    """Before, the error quoted the whole URL: a password given as a query parameter was shown with it."""
+    with pytest.raises(UserError, match="unknown SQLite option") as caught:
+        open_store(f"sqlite:///{tmp_path}/x.db?password=s3cretPW&journal=off")
+    assert "s3cretPW" not in str(caught.value) and "password" in str(caught.value)
+
+
 def test_unreachable_postgres_is_a_store_error_without_the_password() -> None:
     with pytest.raises(StoreError, match="cannot connect to PostgreSQL") as caught:
         open_store("postgresql://alice:s3cret@127.0.0.1:1/db")

@@ -95,6 +95,7 @@ def _check_url(text: str) -> None:
 
 
 def _open_sqlite(text: str, scheme: str) -> Store:
+    from ._common import redact_url
     from .sqlite import SQLiteStore
 
     if not scheme:
@@ -105,11 +106,12 @@ def _open_sqlite(text: str, scheme: str) -> Store:
     if path.startswith("//"):
         path = "/" + path.lstrip("/")  # sqlite:////abs/path (the SQLAlchemy spelling) means the same file.
     if not path:
-        raise UserError(f"{text!r} names no file: use sqlite:///path/to/file.db")
+        raise UserError(f"{redact_url(text)!r} names no file: use sqlite:///path/to/file.db")
     options = dict(parse_qsl(parts.query))
     unknown = set(options) - {"synchronous"}
     if unknown:
-        raise UserError(f"unknown SQLite option(s) {', '.join(sorted(unknown))} in {text!r} (known: synchronous)")
+        names = ", ".join(sorted(unknown))
+        raise UserError(f"unknown SQLite option(s) {names} in {redact_url(text)!r} (known: synchronous)")
     try:
         return SQLiteStore(path, synchronous=options.get("synchronous", "normal"))
     except ValueError as exc:
