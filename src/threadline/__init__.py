@@ -91,6 +91,8 @@ __all__ = [
     "GenerateTextResult",
     "GenerateTextState",
     "LLMError",
+    "MCPConnectionError",
+    "MCPToolset",
     "Message",
     "MessageList",
     "MessageListDeserializationError",
@@ -163,6 +165,8 @@ _LAZY = {
     "MessagePage": "store",
     "instrument": "tracing",
     "uninstrument": "tracing",
+    "MCPToolset": "mcp_toolset",
+    "MCPConnectionError": "mcp_connection",
 }
 
 

@@ -59,3 +59,17 @@ def test_star_import_gives_exactly_all() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_mcp_names_the_readme_uses_come_from_threadline_without_loading_mcp_at_import() -> None:
+    """``except MCPConnectionError`` and the ``MCPToolset`` type were importable only from private-looking modules."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, threadline; assert 'threadline.mcp_toolset' not in sys.modules; "
+        "from threadline import MCPConnectionError, MCPToolset, Toolset; "
+        "assert issubclass(MCPConnectionError, threadline.ThreadlineError); "
+        "assert MCPToolset.__name__ == 'MCPToolset'; assert 'mcp' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
