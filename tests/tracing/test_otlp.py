@@ -213,8 +213,8 @@ def test_a_missing_sdk_is_one_line_naming_what_to_install(server: FakeOpenAI, wo
     assert "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("Error: ") and "opentelemetry-sdk opentelemetry-exporter-otlp-proto-http" in lines[0]
-    assert "threadline[otel]" in lines[0]
+    assert lines[0].startswith("Error: ") and "opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http" in lines[0]
+    assert "pip install 'threadline[otlp]'" in lines[0]
     assert server.count == 0  # nothing was sent: the command stopped before the turn
 
 

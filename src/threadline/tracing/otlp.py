@@ -6,8 +6,9 @@
         ...                                                 # every turn here is traced and sent
 
 It needs the OpenTelemetry SDK and its OTLP/HTTP exporter (``opentelemetry-sdk``,
-``opentelemetry-exporter-otlp-proto-http``), which threadline does not install: an application that traces chooses
-its SDK. A program that already has a tracer provider calls `threadline.instrument` instead.
+``opentelemetry-exporter-otlp-proto-http``): the ``otlp`` extra installs them (the ``otel`` extra, in ``all``, is
+the API alone, since an application that traces chooses its SDK). A program that already has a tracer provider
+calls `threadline.instrument` instead.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ __all__ = ["MISSING_SDK", "OTLPExport", "export_otlp", "traces_url"]
 
 MISSING_SDK = (
     "sending spans over OTLP needs the OpenTelemetry SDK and its OTLP/HTTP exporter: "
-    "pip install 'threadline[otel]' opentelemetry-sdk opentelemetry-exporter-otlp-proto-http"
+    "pip install 'threadline[otlp]' (opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http)"
 )
 _TRACES_PATH = "/v1/traces"
 
