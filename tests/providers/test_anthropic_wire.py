@@ -383,3 +383,24 @@ async def test_an_ordinary_rate_limit_error_event_is_still_retried(
     anthropic_server.add(Events((message_start(), event("error", error=error))), Answer("Hello."))
     assert await llm.model(claude).request("Hi").prompt_async() == "Hello."
     assert anthropic_server.count == 2
+
+
+async def test_a_failed_tool_result_with_no_text_is_sent_saying_it_failed(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel
+) -> None:
+    """A log with an error result and no text (imported, or an MCP server's bare isError): before, it went out as
+    empty content, and the API refuses that with 400 "content cannot be empty if `is_error` is true" on every
+    later request of the conversation."""
+    from threadline import ToolCall
+    from threadline.models._anthropic_convert import EMPTY_ERROR_RESULT
+
+    conv = Conversation(config=ConversationConfig(model=claude))
+    conv.add(UserMessage(content="Weather in Paris?"))
+    conv.add(AssistantMessage(tool_calls=[ToolCall(id="toolu_01A", name="get_weather", arguments={"city": "Paris"})]))
+    conv.add(ToolMessage(tool_call_id="toolu_01A", tool_name="get_weather", content="", is_error=True))
+    anthropic_server.add(Answer("The weather service failed."))
+    [answer] = [message async for message in conv.run()]
+    assert answer.content == "The weather service failed."
+    [block] = anthropic_server.bodies[0]["messages"][2]["content"]
+    assert block == {"type": "tool_result", "tool_use_id": "toolu_01A", "content": EMPTY_ERROR_RESULT, "is_error": True}
+    assert conv.messages[2].content == ""  # the log keeps what it had

@@ -188,6 +188,10 @@ def build_request(
             }
             if message.is_error:
                 block["is_error"] = True
+                if _blank(message.content):
+                    # The API answers 400 "content cannot be empty if `is_error` is true" (an imported log, an MCP
+                    # server's bare isError): say what the log says, that it failed. The log keeps its content.
+                    block["content"] = EMPTY_ERROR_RESULT
             add("user", block)
 
     messages = turns.turns
@@ -456,6 +460,9 @@ _STOP_REASONS = {
     "tool_use": "tool_calls",
     "refusal": "content_filter",
 }
+# What a failed tool result with no text is sent as (Anthropic refuses an empty one).
+EMPTY_ERROR_RESULT = "The tool failed without saying why."
+
 # The blocks of Anthropic's server tools (besides every "<tool>_tool_result"): their calls and MCP connector calls.
 _SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "mcp_tool_result", "container_upload"})
 _RETRYABLE = {"rate_limit_error": "rate_limit", "api_error": "server", "overloaded_error": "overloaded"}

@@ -78,7 +78,7 @@ def _content_problem(messages: list[Any]) -> str | None:
     """The API's error text for content it refuses: an empty message, an empty or whitespace-only text block
     ("messages: text content blocks must be non-empty" / "… must contain non-whitespace text"), and a ``document``
     block whose source is not one of the documented shapes (base64 ``application/pdf``; plain ``text`` with
-    ``media_type: "text/plain"``; a PDF ``url``)."""
+    ``media_type: "text/plain"``; a PDF ``url``), and a failed ``tool_result`` with no content."""
     for number, message in enumerate(messages):
         content = message.get("content")
         if isinstance(content, str):
@@ -96,6 +96,8 @@ def _content_problem(messages: list[Any]) -> str | None:
                     return "messages: text content blocks must be non-empty"
                 if not text.strip():
                     return "messages: text content blocks must contain non-whitespace text"
+            elif block.get("type") == "tool_result" and block.get("is_error") and not block.get("content"):
+                return f"{where}.tool_result: content cannot be empty if `is_error` is true"
             elif block.get("type") == "document":
                 source = block.get("source") or {}
                 kind = source.get("type")
