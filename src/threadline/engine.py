@@ -267,7 +267,8 @@ async def run_turn(
                 result.stop_reason = "max_tool_rounds"
                 break
 
-            async for tool_message in _run_tools(message.tool_calls, offered, options, span):
+            at_limit = response.stop_reason == "length"
+            async for tool_message in _run_tools(message.tool_calls, offered, options, span, cut=at_limit):
                 record(tool_message)
                 new_messages.append(tool_message)
                 yield tool_message
@@ -411,6 +412,13 @@ async def _call_model(
 
 # How a model's final answer may stop short, by `ModelResponse.stop_reason`; the turn's stop_reason says so.
 _CUT_SHORT = frozenset({"length", "content_filter"})
+
+
+_CUT_CALL = (
+    "The call to {name!r} was not made: your answer reached the output token limit while writing its arguments "
+    "({length:,} characters written, not yet a whole JSON object). Do the work in smaller steps, with shorter "
+    "arguments per call, or answer without it."
+)
 
 
 def _masked(text: str) -> str:
@@ -600,17 +608,32 @@ def _invalid(model: Model, problem: str) -> ModelError:
 
 
 async def _run_tools(
-    calls: list[ToolCall], tools: dict[str, Any], options: TurnOptions, span: TurnSpan | None = None
+    calls: list[ToolCall],
+    tools: dict[str, Any],
+    options: TurnOptions,
+    span: TurnSpan | None = None,
+    *,
+    cut: bool = False,
 ) -> AsyncIterator[ToolMessage]:
-    """Run calls concurrently; yield results in call order, each as soon as it and the earlier ones are done."""
+    """Run calls concurrently; yield results in call order, each as soon as it and the earlier ones are done.
+
+    ``cut``: the answer stopped at the output token limit, so a call whose arguments are not whole JSON was cut off
+    while the model wrote them; its result says so, rather than that the model wrote invalid JSON (which only makes
+    it send the same long call again, to be cut off again)."""
     timeout = options.tool_timeout
     execute = execute_tool_call if span is None else span.execute_tool
+
+    async def run(call: ToolCall) -> ToolMessage:
+        if cut and call.raw_arguments is not None:
+            return _cut_call(call)
+        return await execute(call, tools, timeout)
+
     if len(calls) == 1:
-        yield _with_meta(await execute(calls[0], tools, timeout), options)
+        yield _with_meta(await run(calls[0]), options)
         return
     import asyncio  # already loaded here (a coroutine is running); not imported with the package
 
-    tasks = [asyncio.ensure_future(execute(call, tools, timeout)) for call in calls]
+    tasks = [asyncio.ensure_future(run(call)) for call in calls]
     try:
         for task in tasks:
             yield _with_meta(await task, options)
@@ -618,6 +641,17 @@ async def _run_tools(
         for task in tasks:
             if not task.done():
                 task.cancel()
+
+
+def _cut_call(call: ToolCall) -> ToolMessage:
+    """The result of a call cut off by the output token limit while its arguments were written (not made)."""
+    length = len(call.raw_arguments or "")
+    return ToolMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=_CUT_CALL.format(name=call.name, length=length),
+        is_error=True,
+    )
 
 
 def _unique_ids(known: set[str], calls: list[ToolCall]) -> list[ToolCall]:

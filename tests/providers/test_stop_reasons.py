@@ -168,3 +168,50 @@ async def test_a_stream_cut_in_thinking_nobody_watches_is_retried(
     server.add(Cut(Thinking("Paris is in France.", reasoning=THOUGHT), after=4), Thinking("Paris.", reasoning=THOUGHT))
     answer = await llm.model(model).request("Capital of France?").prompt_async(max_retries=2)
     assert answer == "Paris." and server.count == 2
+
+
+def _anthropic_event(kind: str, **data: Any) -> tuple[str, str]:
+    return kind, json.dumps({"type": kind, **data})
+
+
+async def test_a_tool_call_cut_off_at_max_tokens_is_not_made_and_its_result_says_why() -> None:
+    """Before, the result told the model its JSON was invalid and to call again with a JSON object: it sent the
+    same long call again, was cut off again, and so on until the round limit."""
+    written: list[str] = []
+
+    def write_file(path: str, content: str) -> str:
+        """Write a file."""
+        written.append(path)
+        return "written"
+
+    start = {
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": "claude-haiku-4-5",
+        "stop_reason": None,
+        "usage": {"input_tokens": 25, "output_tokens": 1},
+    }
+    use = {"type": "tool_use", "id": "toolu_01A", "name": "write_file", "input": {}}
+    cut = '{"path": "essay.txt", "content": "Chapter one. It was a long'
+    events = (
+        _anthropic_event("message_start", message=start),
+        _anthropic_event("content_block_start", index=0, content_block=use),
+        _anthropic_event("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": cut}),
+        _anthropic_event("content_block_stop", index=0),
+        _anthropic_event("message_delta", delta={"stop_reason": "max_tokens"}, usage={"output_tokens": 4096}),
+        _anthropic_event("message_stop"),
+    )
+    with FakeAnthropic() as server:
+        model = make_anthropic(server)  # type: ignore[arg-type]
+        server.add(Events(events), Answer("I will write it in parts."))
+        conversation = llm.model(model).tools(write_file).request("Write the essay.").prompt_conversation()
+        messages = [message async for message in conversation.run()]
+        await model.aclose()
+    _call, result, answer = messages
+    assert written == []  # the cut call was not made
+    assert result.is_error and "output token limit while writing its arguments" in result.content
+    assert f"{len(cut):,} characters written" in result.content and "invalid" not in result.content.lower()
+    assert answer.content == "I will write it in parts."
+    conversation.messages.validate()
