@@ -187,15 +187,18 @@ class WireContext:
         ids: The log's tool-call ids <-> wire ids.
         final_tool: The wire name of the final-result tool, when structured output goes through a tool.
         wire_names: The wire names of every tool offered (the final-result tool included).
+        think_tags: Whether a ``<think>…</think>`` block opening the answer's text is thinking (see
+            `threadline.models._think_tags`).
     """
 
-    __slots__ = ("catalog", "final_tool", "ids", "wire_names")
+    __slots__ = ("catalog", "final_tool", "ids", "think_tags", "wire_names")
 
     def __init__(self, catalog: ToolCatalog, ids: IdMap, final_tool: str | None = None) -> None:
         self.catalog = catalog
         self.ids = ids
         self.final_tool = final_tool
         self.wire_names: frozenset[str] = frozenset()
+        self.think_tags = False
 
 
 def data_url(attachment: Attachment) -> str:

@@ -71,6 +71,7 @@ from ._error_text import upstream_text
 from ._openai_files import CHAT_FILES, file_part
 from ._reasoning_details import PROVIDER as DETAILS
 from ._reasoning_details import DetailsStream, detail_pieces, replayed_details
+from ._think_tags import ThinkTags, split_think_tags
 from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
 
@@ -263,6 +264,7 @@ def build_request(
     ]
     plan = plan_tools(request, profile)
     context = WireContext(catalog, ids)
+    context.think_tags = profile.think_tags == "split"
     response_format = request.response_format
     if response_format is not None and not plan.final_tool:
         body["response_format"] = {
@@ -534,6 +536,9 @@ def parse_completion(data: bytes | str, context: WireContext) -> ModelResponse:
     reasoning: list[Reasoning] = []
     if not any(piece.text for piece in entries):
         thinking = _thinking(message)
+        if thinking is None and context.think_tags and content and final_text is None:
+            thinking, content = split_think_tags(content)
+            content = content or None
         if thinking:
             reasoning.append(Reasoning(text=thinking, provider="openai"))
     reasoning.extend(entries)
@@ -561,11 +566,13 @@ class ChatStream(StreamReader):
     and its text is shown with the next text (or, when none follows, as the whole answer at the end).
     """
 
-    __slots__ = ("_details", "_held", "_mark", "_model", "_signatures", "_thinking")
+    __slots__ = ("_details", "_held", "_mark", "_model", "_signatures", "_tags", "_thinking")
     _usage: _Usage | None  # the slot StreamReader keeps, holding this API's usage struct
 
     def __init__(self, context: WireContext) -> None:
         super().__init__(context)
+        # A <think> block opening the text, while no thinking field has come (see _think_tags).
+        self._tags: ThinkTags | None = ThinkTags() if context.think_tags else None
         # Reasoning parts: (position, pieces); position None: it came before the whole answer.
         self._thinking: list[tuple[int | None, list[str]]] = []
         self._mark = 0  # how many parts the answer had when the open reasoning part last grew
@@ -611,6 +618,14 @@ class ChatStream(StreamReader):
             thought = _thinking(delta)
             thinking = self._think(thought) if thought is not None else None
         text = delta.content or delta.refusal
+        tags = self._tags
+        if tags is not None:
+            if (thinking is not None or self._thinking or self._details.readable) and not tags.opened:
+                tags = self._tags = None  # the server sends its thinking apart: the text is all answer
+            elif delta.content:
+                thought, text = tags.feed(delta.content)
+                if thought:
+                    thinking = self._think(thought)
         if text:
             self._parts.append(text)
         if delta.tool_calls:
@@ -687,6 +702,12 @@ class ChatStream(StreamReader):
         Raises:
             ModelError: when the stream ended before the server said it was complete (a cut stream).
         """
+        if self._tags is not None:
+            thought, text = self._tags.end()
+            if thought:
+                self._think(thought)
+            if text:
+                self._parts.append(text)
         signatures = [self._signatures.get(index) for index in sorted(self._calls)]  # the order of the calls
         calls, final_text, signed = _calls(self._complete_calls(), self._context, signatures)
         content: str | None = "".join(self._parts) or None

@@ -85,6 +85,10 @@ class ModelProfile:
         reasoning_request: How ``.reasoning()`` is sent on Chat Completions: ``"effort"`` (``reasoning_effort``,
             OpenAI's field) or ``"object"`` (OpenRouter's ``reasoning: {"effort": …}`` or ``{"max_tokens": …}``,
             which it maps to each model behind it; every model there then takes reasoning settings).
+        think_tags: On Chat Completions, whether a ``<think>…</think>`` block that opens an answer's text is the
+            model's thinking (``"split"``, the default: kept as reasoning, not as the answer), as servers without
+            a reasoning parser send it (vLLM without ``--reasoning-parser``, llama.cpp's ``--reasoning-format
+            none``, LM Studio); ``"keep"`` leaves the text as it came. Only when the server sent no thinking field.
         reasoning_summary: The reasoning summary asked for on the Responses API when reasoning settings are given
             (``"auto"``, ``"concise"``, ``"detailed"``), or None to ask for none: OpenAI generates summaries only
             for verified organizations ("Your organization must be verified to generate reasoning summaries").
@@ -116,6 +120,7 @@ class ModelProfile:
     thought_signatures: Literal["send", "drop"] = "drop"
     reasoning_details: Literal["send", "drop"] = "drop"
     reasoning_request: Literal["effort", "object"] = "effort"
+    think_tags: Literal["split", "keep"] = "split"
     reasoning_summary: Literal["auto", "concise", "detailed"] | None = "auto"
     thinking: Literal["budget", "adaptive"] | None = None
     forced_tool: bool = True
@@ -398,6 +403,7 @@ _OPTIONS: dict[str, dict[str, Any]] = {
     "thought_signatures": {"send": "send", "drop": "drop"},
     "reasoning_details": {"send": "send", "drop": "drop"},
     "reasoning_request": {"effort": "effort", "object": "object"},
+    "think_tags": {"split": "split", "keep": "keep"},
 }
 
 # The presets a base URL implies by its host, when no server is named.
@@ -424,7 +430,8 @@ def server_options(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     thinking is sent back), ``thought_signatures`` (``send``, ``drop``: whether Gemini's thought signatures go back
     on their tool calls, for a Gemini served under another name), ``reasoning_details`` (``send``, ``drop``: whether
     OpenRouter's reasoning entries go back on their assistant messages), ``reasoning_request`` (``effort``,
-    ``object``: how ``.reasoning()`` is sent, as ``reasoning_effort`` or as OpenRouter's ``reasoning`` object). A
+    ``object``: how ``.reasoning()`` is sent, as ``reasoning_effort`` or as OpenRouter's ``reasoning`` object),
+    ``think_tags`` (``split``, ``keep``: whether a ``<think>…</think>`` block opening an answer is its thinking). A
     mapping gives the options directly, with Python values.
 
     Raises:
