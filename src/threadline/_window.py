@@ -71,13 +71,16 @@ def select_window(
     report: ContextReport,
     explicit: list[DroppedMessage],
     cache: dict[Any, Any] | None = None,
+    reserved: tuple[int, int] = (0, 0),
 ) -> tuple[list[Message], int, int]:
     """The log messages to send, in order; ``head``, the number of system messages opening the log (always sent);
     and the index of the cut: messages ``[head, cut)`` are left out by the budget.
 
     Fills ``report`` (kept ids, synthetic results, artifacts, costs, over_budget) and ``explicit`` (the drops not
     implied by the cut, with their reasons).
-    ``count`` None means the default estimate of four characters per token.
+    ``count`` None means the default estimate of four characters per token. ``reserved`` is the cost (characters,
+    tokens) of what the caller sends besides the log (the builder's system prefix): the budget is spent on it first,
+    and the report's costs include it.
     """
     include_ui = settings.include_ui_events
     max_messages, max_chars = settings.max_messages, settings.max_chars
@@ -90,14 +93,16 @@ def select_window(
             cache[_SETTINGS_KEY] = key
     shaper = _Shaper(settings, conversation_id, artifacts, report, cache)
 
-    used_messages = used_chars = used_tokens = 0
+    used_messages = 0
+    used_chars, used_tokens = reserved
     latest_user = len(items) - 1
     while latest_user >= 0:
         candidate = items[latest_user]
         if isinstance(candidate, UserMessage) and (include_ui or candidate.meta.include_in_context):
             text = candidate.content
-            used_messages, used_chars = 1, len(text)
-            used_tokens = (count(text) if count is not None else (len(text) + 3) // 4) + 4
+            used_messages = 1
+            used_chars += len(text)
+            used_tokens += (count(text) if count is not None else (len(text) + 3) // 4) + 4
             break
         latest_user -= 1
 

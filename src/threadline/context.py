@@ -182,20 +182,24 @@ class ContextBuilder:
         if run_context is not None:
             head.extend(run_context.messages())
 
+        # The prefix is sent whatever the window: the budget is spent on it first (a summary of what the budget
+        # drops is reserved for too, and given back when nothing is dropped).
+        note = _summary_note(summary) if summary else None
+        costs = [(len(text), count(text) + 4) for text in (m.content or "" for m in [*head, *([note] if note else [])])]
+        reserved = (sum(chars for chars, _ in costs), sum(tokens for _, tokens in costs))
         report = ContextReport.of_log(items)
         counter = None if count is estimate_tokens else count
         window, opening, cut = select_window(
-            items, settings, counter, conversation_id, artifacts, report, report.dropped_apart, cache
+            items, settings, counter, conversation_id, artifacts, report, report.dropped_apart, cache, reserved
         )
         report.set_cut(opening, cut)
-        if summary and cut > opening:
-            head.append(_summary_note(summary))
+        if note is not None and cut > opening:
+            head.append(note)
             report.summary = summary
+        elif note is not None:
+            report.chars -= costs[-1][0]
+            report.estimated_tokens -= costs[-1][1]
         report.prefix_messages = len(head)
-        for message in head:
-            text = message.content or ""
-            report.chars += len(text)
-            report.estimated_tokens += count(text) + 4
         messages = head
         messages.extend(window)
         return BuiltContext(messages=messages, report=report)
