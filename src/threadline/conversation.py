@@ -208,6 +208,7 @@ class Conversation(ConversationContext):
             self._ensure_stored()
             store.append(self.id, list(self.messages))
             self._stored = len(self.messages)
+        self._move_artifacts_to(store)
 
     # -- the log ----------------------------------------------------------------------------------------------
     def add(self, *messages: Message) -> None:

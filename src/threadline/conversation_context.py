@@ -126,6 +126,13 @@ class ConversationContext:
             self._saved_artifacts.add(name)
         return artifact_uri(self.id, name)
 
+    def _move_artifacts_to(self, store: Store) -> None:
+        """Save the artifacts kept in memory so far in ``store``, which keeps this conversation from now on (the
+        model was shown their URIs, and reads them from there)."""
+        for name, content in self._artifacts.items():
+            store.save_artifact(self.id, name, content)
+        self._artifacts.clear()
+
     def read_artifact(self, name: str, offset: int = 0, limit: int | None = None) -> str:
         """Read an artifact of this conversation (a full tool output saved by the context builder).
 

@@ -145,3 +145,26 @@ def test_a_tool_output_the_budget_drops_is_no_artifact_of_the_request() -> None:
 
     wide = ContextBuilder(ContextSettings(max_messages=10)).build(log, conversation_id="c")
     assert [uri.rsplit("/", 1)[-1] for uri in wide.report.artifacts] == ["big"]
+
+
+async def test_artifacts_saved_before_the_conversation_got_a_store_are_read_from_that_store(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A conversation that starts in memory and is then given a store: before, the artifacts saved in memory were
+    marked saved but never written to the store, so read_artifact on the URI the model had been shown failed."""
+    from threadline import open_store
+
+    def read_more(request):  # type: ignore[no-untyped-def]
+        result = next(m for m in request.messages if isinstance(m, ToolMessage) and m.tool_call_id == "big1")
+        return read_call("r1", result.content.rsplit("Full output: ", 1)[1], offset=4_000, limit=22)
+
+    fetch = AssistantMessage(tool_calls=[ToolCall(id="big1", name="fetch_report", arguments={})])
+    model = ScriptedModel([fetch, "Got it.", read_more, "Read more."])
+    conv = llm.model(model).tools(fetch_report).request("Fetch the report.").prompt_conversation()
+    await _turn(conv)
+    store = open_store(f"sqlite:///{tmp_path / 'later.db'}")
+    later = conv.continuation.store(store).request("Read more of it.").prompt_conversation()
+    await _turn(later)
+    read = later.messages[-2]
+    assert isinstance(read, ToolMessage) and read.tool_name == "read_artifact"
+    assert not read.is_error and read.content.startswith(BIG[4_000:4_022])
+    assert store.read_artifact(conv.id, "big1") == BIG
+    store.close()
