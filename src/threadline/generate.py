@@ -229,6 +229,10 @@ async def generate_text(
         # A caller that gives up (a superseded reactive run) stops the model call, unless another still waits.
         if not flight.task.done() and flight.waiters == 1:
             flight.task.cancel()
+            # Out of the table at once, not when the task lands a loop iteration later: a caller with the same
+            # hash arriving in between must start a run of its own, not join one that ends in CancelledError.
+            if flights.get(key) is flight:
+                del flights[key]
         raise
     finally:
         flight.waiters -= 1

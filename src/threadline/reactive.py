@@ -13,7 +13,8 @@
 - a run superseded by newer inputs is cancelled (its model call too), and nothing it would still write is written;
 - reading or writing the result cell never starts a run: only ``inputs`` is watched;
 - ``partial`` follows the streamed answer, at most one update per ``partial_interval`` seconds (50 ms by default);
-- a failure lands in ``error`` (with the log up to it in ``messages``) and ``pending`` becomes False;
+- a failure lands in ``error`` (with the log up to it in ``messages``) and ``pending`` becomes False; so does a
+  cancellation that no newer input caused (``error`` is then the `asyncio.CancelledError`): a run always lands;
 - every change is a new, immutable `GenerateTextState`, so a subscriber can compare the old state with the new.
 
 Everything happens on the event loop that was running when `reactive_generate_text` was called; set ``inputs`` from
@@ -96,7 +97,8 @@ class GenerateTextState:
     Attributes:
         pending: A run is going on.
         result: The final answer of the latest finished run (None while pending or after a failure).
-        error: The failure of the latest run (a `ModelError`, or a `UserError` for inputs that cannot be sent).
+        error: The failure of the latest run (a `ModelError`, a `UserError` for inputs that cannot be sent, or the
+            `asyncio.CancelledError` of a run cancelled by something other than newer inputs).
         partial: The answer so far while streaming; the final answer once done.
         request_hash: The hash of the inputs of the latest run.
         messages: The log of the latest finished or failed run (input + everything produced), to continue from.
@@ -242,7 +244,11 @@ class _Runner:
 
         try:
             outcome = await generate_text(**arguments, on_partial=on_partial)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            # A superseded run (its generation is over) lands nothing. Any other cancellation, whoever raised it,
+            # still lands a state, or the cell would stay pending and settled() would never return.
+            if generation == self.generation:
+                self.finish(replace(self.cell.get(), pending=False, error=exc))
             raise
         except Exception as exc:
             if generation == self.generation:
