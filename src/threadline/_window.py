@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from ._artifact_names import READ_ARTIFACT, artifact_name
+from ._artifact_names import READ_ARTIFACT, artifact_name, artifact_uri
 from .context_budget import ContextReport, ContextSettings, DroppedMessage
 from .messages import (
     INTERRUPTED_TOOL,
@@ -247,15 +247,15 @@ class _Shaper:
         else:
             # Tool-call ids may be anything (a '/', '..', a NUL): the artifact is named safely after the id.
             name = artifact_name(result.tool_call_id)
+            uri = artifact_uri(self.conversation_id or "_", name)
+            tail = f"\n…\n[{len(content)} characters in all; showing the first {self.limit}]\nFull output: {uri}"
+            if len(content) <= self.limit + len(tail):
+                return result  # a preview would be no shorter than the output itself
             if self.artifacts is not None:
                 uri = self.artifacts(name, content)
-            else:
-                uri = f"artifact://{self.conversation_id or '_'}/{name}"
+                tail = f"\n…\n[{len(content)} characters in all; showing the first {self.limit}]\nFull output: {uri}"
             self.report.artifacts.append(uri)
-            shown = (
-                f"{content[: self.limit]}\n…\n[{len(content)} characters in all; showing the first {self.limit}]\n"
-                f"Full output: {uri}"
-            )
+            shown = content[: self.limit] + tail
         return ToolMessage(
             id=result.id,
             created_at=result.created_at,

@@ -168,3 +168,25 @@ async def test_artifacts_saved_before_the_conversation_got_a_store_are_read_from
     assert not read.is_error and read.content.startswith(BIG[4_000:4_022])
     assert store.read_artifact(conv.id, "big1") == BIG
     store.close()
+
+
+@pytest.mark.parametrize(("extra", "previewed"), [(50, False), (400, True)])
+async def test_an_output_is_previewed_only_when_the_preview_is_shorter(extra: int, previewed: bool) -> None:
+    """Before, an output just over the preview size (2,050 characters) went out as a longer preview plus an
+    artifact link and a read_artifact tool: more to send, and a round trip to read 50 characters."""
+    output = "x" * (2_000 + extra)
+
+    def fetch() -> str:
+        """Fetch it."""
+        return output
+
+    model = ScriptedModel([AssistantMessage(tool_calls=[ToolCall(id="f1", name="fetch", arguments={})]), "Done."])
+    conv = llm.model(model).tools(fetch).request("Fetch it.").prompt_conversation()
+    await _turn(conv)
+    sent = model.requests[1].messages[-1]
+    assert isinstance(sent, ToolMessage)
+    if previewed:
+        assert len(sent.content) < len(output) and "Full output: artifact://" in sent.content
+        assert "read_artifact" in model.requests[1].tool_names
+    else:
+        assert sent.content == output and model.requests[1].tool_names == ["fetch"]

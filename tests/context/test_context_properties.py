@@ -187,14 +187,17 @@ def test_every_request_is_valid_and_within_budget(log: Log, budget: ContextSetti
         if budget.max_tokens is not None:
             assert n_tokens <= budget.max_tokens
 
-    # 5. Large outputs are previews pointing at a saved artifact; the full text is kept aside.
+    # 5. Large outputs are previews pointing at a saved artifact, where the preview is shorter than the output; the
+    # full text is kept aside.
     for message in body:
         if isinstance(message, ToolMessage) and message.id in by_id:
             original = items[by_id[message.id]]
             assert isinstance(original, ToolMessage)
-            if len(original.content) > budget.tool_preview_chars:
-                uri = f"artifact://conv/{original.tool_call_id}"
-                assert message.content.endswith(f"Full output: {uri}")
+            limit, size = budget.tool_preview_chars, len(original.content)
+            uri = f"artifact://conv/{original.tool_call_id}"
+            tail = f"\n…\n[{size} characters in all; showing the first {limit}]\nFull output: {uri}"
+            if size > limit + len(tail):
+                assert message.content.endswith(tail) and len(message.content) < size
                 assert message.content.startswith(original.content[: budget.tool_preview_chars])
                 assert saved[original.tool_call_id] == original.content
             else:
