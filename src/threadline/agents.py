@@ -7,6 +7,15 @@ The parent model calls it with one argument, ``task``. The sub-conversation runs
 engine, and the parent sees its final text. When the sub-conversation is stored (the builder's store, or ``store=``),
 the parent's tool result is ``{"result": <text>, "conversation_id": <id>}``, so the child's log can be found from
 the parent's. Sub-agents nest: a child's tools may hold agent tools of their own.
+
+A child that did not finish normally is never passed off as a complete answer:
+
+- its answer stopped at the output token limit (``"length"``) or by a content filter (``"content_filter"``): with
+  text, the parent gets it with a note saying so (a ``note`` and ``stop_reason`` beside ``result`` when stored); with
+  none, the tool result is an error saying why;
+- its model call failed: the tool result is an error, naming the child's conversation when it is stored (its log
+  holds the failure). A failure that may pass (a retryable `ModelError`: rate limit, server error…) or a child
+  stopped by the tool's timeout also keeps the parent's ``generate_text`` result out of the cache.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .builder import PromptBuilder
 from .conversation import Conversation
-from .errors import UserError
+from .errors import ModelError, UserError
 from .messages import UserMessage
 from .tools import Tool, ToolArgumentsError, encode_result
 
@@ -72,9 +81,13 @@ def agent_tool(
     async def handler(task: str) -> str:
         produced: Any = source
         if not isinstance(source, PromptBuilder):
-            produced = source(task)
-            if inspect.isawaitable(produced):
-                produced = await produced
+            try:
+                produced = source(task)
+                if inspect.isawaitable(produced):
+                    produced = await produced
+            except BaseException as exc:
+                _note_unfinished(exc)
+                raise
             if not isinstance(produced, PromptBuilder):
                 return _answer(produced)
             # A builder that already asks something (its own request, made from the task) runs as it is; one that
@@ -105,12 +118,66 @@ def _task(arguments: Mapping[str, Any]) -> dict[str, Any]:
 async def _run(builder: PromptBuilder) -> str:
     """Run the sub-conversation to its answer; its id goes with the answer when it is stored."""
     conversation: Conversation = builder.prompt_conversation()
-    async for _ in conversation:
-        pass
-    text = conversation.text or ""
-    if conversation.store is None:
-        return text
-    return json.dumps({"result": text, "conversation_id": conversation.id}, ensure_ascii=False)
+    try:
+        async for _ in conversation:
+            pass
+    except BaseException as exc:
+        _note_unfinished(exc)
+        if isinstance(exc, ModelError) and conversation.store is not None:
+            # The child's log, failure included, is in the store: the parent (and whoever reads its log) can
+            # find it from the tool result.
+            raise ModelError(
+                f"{exc.message}; the sub-agent's log is conversation_id {conversation.id}",
+                type=exc.type,
+                status=exc.status,
+                partial=exc.partial,
+                retryable=exc.retryable,
+            ) from exc
+        raise
+    stop_reason = conversation.last_turn.stop_reason if conversation.last_turn is not None else "end"
+    stored = conversation.id if conversation.store is not None else None
+    return _result(conversation.text or "", stop_reason, stored)
+
+
+# How a child's answer may stop short (`TurnResult.stop_reason`), as told to the parent model.
+_CUT_SHORT = {
+    "length": "was cut off at the sub-agent's output token limit",
+    "content_filter": "was stopped by the provider's content filter (or refused)",
+}
+
+
+def _result(text: str, stop_reason: str, conversation_id: str | None) -> str:
+    """The parent's tool result for a child's final answer, saying so when the answer stopped short.
+
+    Raises:
+        ModelError: when the answer stopped short with no text (the parent's tool result is then an error).
+    """
+    why = _CUT_SHORT.get(stop_reason)
+    if why is None:
+        if conversation_id is None:
+            return text
+        return json.dumps({"result": text, "conversation_id": conversation_id}, ensure_ascii=False)
+    if not text.strip():
+        where = f"; the sub-agent's log is conversation_id {conversation_id}" if conversation_id else ""
+        raise ModelError(f"the sub-agent gave no answer: its answer {why}{where}", type=stop_reason)
+    note = f"This answer {why}, so it may be incomplete."
+    if conversation_id is None:
+        return f"{text}\n\n[{note}]"
+    return json.dumps(
+        {"result": text, "conversation_id": conversation_id, "stop_reason": stop_reason, "note": note},
+        ensure_ascii=False,
+    )
+
+
+def _note_unfinished(exc: BaseException) -> None:
+    """Keep the running ``generate_text`` result out of the cache when the child's failure may pass: a retryable
+    model error, or a cancellation (the tool's timeout; a cancelled parent caches nothing anyway)."""
+    import asyncio
+
+    if (isinstance(exc, ModelError) and exc.retryable) or isinstance(exc, asyncio.CancelledError):
+        from .generate import note_transient_failure
+
+        note_transient_failure()
 
 
 def _answer(value: Any) -> str:
@@ -118,9 +185,7 @@ def _answer(value: Any) -> str:
     from .generate_result import GenerateTextResult
 
     if isinstance(value, GenerateTextResult):
-        if value.conversation_id is None:
-            return value.text
-        return json.dumps({"result": value.text, "conversation_id": value.conversation_id}, ensure_ascii=False)
+        return _result(value.text, value.stop_reason, value.conversation_id)
     if isinstance(value, Conversation):
         raise UserError("agent_tool's callable returned a Conversation; return a PromptBuilder to run it")
     return encode_result(value)

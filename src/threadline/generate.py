@@ -9,8 +9,11 @@ The system text and the context documents form the system prefix of every reques
 ``result.messages`` (pass them again to continue, as the seeds' callers do). The whole log is sent each time.
 
 De-duplication: every call has a `request_hash`. With ``cache=`` a store, a finished result under that hash is
-returned without calling the model, across processes; failures are never cached. Within one process, calls with the
-same hash that overlap in time share one model call (the in-flight table below), whether or not there is a cache.
+returned without calling the model, across processes; failures are never cached, and neither is a result one of whose
+tools reported a failure that may pass (`note_transient_failure`: an `agent_tool` child whose model call failed with a
+retryable error, or that its timeout stopped), so the next identical request runs again instead of replaying it.
+Within one process, calls with the same hash that overlap in time share one model call (the in-flight table below),
+whether or not there is a cache.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -37,11 +41,24 @@ from .tools import ResolvedTools, Tool
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["GenerateHost", "generate_text", "generate_text_sync"]
+__all__ = ["GenerateHost", "generate_text", "generate_text_sync", "note_transient_failure"]
 
 # generate_text sends the caller's whole log: the caller chose those messages (the window of a Conversation is for
 # logs that grow without bound). Tool outputs are sent whole too: there is no conversation to keep artifacts under.
 _WHOLE_LOG = ContextSettings(max_messages=10**9, max_chars=10**15, tool_preview_chars=10**15)
+
+
+# The marks of the generate_text run in progress (None outside one). Tools run in tasks started from the run, which
+# inherit this context: a tool's mark reaches the run that called it, however deeply the tool's own work nests.
+_transient_failures: ContextVar[list[bool] | None] = ContextVar("threadline_transient_failures", default=None)
+
+
+def note_transient_failure() -> None:
+    """Say, from a tool, that the ``generate_text`` run calling it met a failure that may pass (a sub-agent's
+    rate limit, say): the run's result is still returned, but not cached. Outside a run it does nothing."""
+    marks = _transient_failures.get()
+    if marks is not None:
+        marks.append(True)
 
 
 class GenerateHost:
@@ -160,7 +177,8 @@ async def generate_text(
         max_tool_rounds: Tool rounds before a tool-less request forces an answer.
         tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool name, for the first request.
         cache: A store: a finished result with the same `request_hash` is returned without calling the model, and
-            a new one is saved there. Failures are never cached.
+            a new one is saved there. Failures are never cached, nor a result a tool marked with
+            `note_transient_failure` (an `agent_tool` child that failed in a way that may pass).
         on_partial: Called with the answer's text so far while it streams (from the start again for each model
             call of a tool loop).
         store: Log the run as a conversation in this store (input messages first, then each message as it
@@ -345,12 +363,16 @@ async def _run(
         on_text=host.on_text if on_partial is not None else None,
     )
     turn = TurnResult()
+    transient: list[bool] = []
+    marked = _transient_failures.set(transient)
     try:
         async for _ in run_turn(host, options, turn):
             pass
     except ModelError as exc:
         exc.messages = host.messages.copy()
         raise
+    finally:
+        _transient_failures.reset(marked)
     result = GenerateTextResult(
         text=turn.text or "",
         messages=host.messages,
@@ -361,6 +383,6 @@ async def _run(
         stop_reason=turn.stop_reason,
         conversation_id=host.conversation_id,
     )
-    if cache is not None:
+    if cache is not None and not transient:
         cache.cache_put(cache_key(key), result_to_cache(result, input_count))
     return result
