@@ -384,5 +384,7 @@ async def _run(
         conversation_id=host.conversation_id,
     )
     if cache is not None and not transient:
-        cache.cache_put(cache_key(key), result_to_cache(result, input_count))
+        entry = result_to_cache(result, input_count)
+        if entry is not None:
+            cache.cache_put(cache_key(key), entry)
     return result

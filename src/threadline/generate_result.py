@@ -3,8 +3,9 @@ result takes in a store's request cache, and `find_tool_result`.
 
 A cached result keeps the produced messages in the log's own version-2.0 form, and for each step the system prefix it
 was sent with and the position of its answer: the messages a step was sent are the prefix followed by the log up to
-that answer (what ``generate_text`` sends, since it sends the whole log), so they are rebuilt on a hit instead of being
-stored once per step.
+that answer as the context builder sends it (what ``generate_text`` sends, since it sends the whole log), so they are
+rebuilt on a hit instead of being stored once per step. A result whose steps could not be rebuilt so is not cached.
+Its usage keeps every field; entries written with input and output tokens only still read.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from typing import Annotated, Any
 import msgspec
 
 from .errors import ProtocolError
-from .messages import AssistantMessage, Message, MessageList, ToolMessage, Usage, validate_messages
+from .messages import (
+    AssistantMessage,
+    Message,
+    MessageList,
+    ToolMessage,
+    Usage,
+    content_for_model,
+    validate_messages,
+)
 from .serialization import dump_dict, typed_decoder
 
 __all__ = [
@@ -109,8 +118,9 @@ def find_tool_result(messages: Iterable[Message], tool_name: str) -> ToolMessage
     return None
 
 
-def result_to_cache(result: GenerateTextResult, input_count: int) -> dict[str, Any]:
-    """The JSON value a store caches for a finished result.
+def result_to_cache(result: GenerateTextResult, input_count: int) -> dict[str, Any] | None:
+    """The JSON value a store caches for a finished result, or None when a step's messages could not be rebuilt
+    from it exactly (then it is not cached: a hit must show what the run was sent).
 
     One list holds every message to keep: the produced ones, then each distinct system-prefix message of the steps
     (the prefix is usually one message shared by every step); a step names its prefix by positions in that list.
@@ -124,7 +134,10 @@ def result_to_cache(result: GenerateTextResult, input_count: int) -> dict[str, A
     steps = []
     for step in result.steps:
         at = positions[id(step.response)]
-        count = len(step.messages) - len(_sent_from_log(log[: input_count + at]))
+        sent, _ = _sent_from_log(log[: input_count + at])
+        count = len(step.messages) - len(sent)
+        if count < 0 or step.messages[count:] != sent:
+            return None
         prefix = []
         for message in step.messages[:count]:
             index = pool.get(id(message))
@@ -136,27 +149,44 @@ def result_to_cache(result: GenerateTextResult, input_count: int) -> dict[str, A
     return {
         "text": result.text,
         "stop_reason": result.stop_reason,
-        "usage": {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens},
+        "usage": msgspec.to_builtins(result.usage),  # every field (reasoning_tokens too); zeros are left out
         "new_count": len(new),
         "messages": dump_dict(kept)["messages"],
         "steps": steps,
     }
 
 
-def _sent_from_log(messages: Iterable[Message]) -> list[Message]:
-    """The messages of the log a ``generate_text`` request carries: all but UI-only events."""
-    return [message for message in messages if message.meta.include_in_context]
+def _sent_from_log(messages: Iterable[Message]) -> tuple[list[Message], bool]:
+    """The messages of the log a ``generate_text`` request carries, as its context builder sends them (the whole
+    log, `threadline._window`'s rules): UI-only events and empty answers left out, a failed call as its partial
+    text ending in its error block. And whether that is the log itself, unchanged."""
+    sent: list[Message] = []
+    same = True
+    for message in messages:
+        if not message.meta.include_in_context:
+            same = False
+            continue
+        if type(message) is AssistantMessage:
+            if message.error is not None:
+                same = False
+                message = AssistantMessage(
+                    id=message.id,
+                    created_at=message.created_at,
+                    meta=message.meta,
+                    content=content_for_model(message),
+                    model=message.model,
+                )
+            elif message.content is None and not message.tool_calls:
+                same = False
+                continue
+        sent.append(message)
+    return sent, same
 
 
 # The stored form of a result, decoded from the cache's JSON bytes in one pass: every message checked as a stored
 # message is, every number where it must be; what the types cannot say (positions within bounds, the kinds of the
 # messages at them) `result_from_cache` checks.
 _Position = Annotated[int, msgspec.Meta(ge=0)]
-
-
-class _CachedUsage(msgspec.Struct):
-    input_tokens: int
-    output_tokens: int
 
 
 class _CachedStep(msgspec.Struct):
@@ -168,7 +198,7 @@ class _CachedStep(msgspec.Struct):
 class _CachedResult(msgspec.Struct):
     text: str
     stop_reason: str
-    usage: _CachedUsage
+    usage: Usage  # every field has a default: entries written with only input and output tokens still read
     new_count: _Position
     messages: list[Message]
     steps: list[_CachedStep]
@@ -196,8 +226,7 @@ def result_from_cache(data: bytes, messages: MessageList, request_hash: str) -> 
         validate_messages(log, check_fields=False)
     except ProtocolError:
         return None
-    sent_log = _sent_from_log(log)
-    all_sent = len(sent_log) == len(log)
+    sent_log, all_sent = _sent_from_log(log)
     start = len(messages)
     steps = []
     try:
@@ -212,17 +241,16 @@ def result_from_cache(data: bytes, messages: MessageList, request_hash: str) -> 
                     break
                 results.append(message)
             sent = [kept[index] for index in item.prefix]
-            sent.extend(sent_log[: start + at] if all_sent else _sent_from_log(log[: start + at]))
+            sent.extend(sent_log[: start + at] if all_sent else _sent_from_log(log[: start + at])[0])
             steps.append(GenerateStep(sent, response, results, response.usage, item.duration_ms))
     except IndexError:  # a position past the messages (the decoder refused negative ones)
         return None
-    usage = cached.usage
     return GenerateTextResult(
         text=cached.text,
         messages=log,
         new_messages=new,
         steps=steps,
-        usage=Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
+        usage=cached.usage,
         request_hash=request_hash,
         stop_reason=cached.stop_reason,
         cached=True,
