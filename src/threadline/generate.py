@@ -171,6 +171,8 @@ async def generate_text(
         system: System text, sent as the system prefix of every request (not added to the messages).
         prompt: A user message appended to ``messages`` (or the only message).
         messages: The log to continue: messages, or chat-message dicts (``{"role": "user", "content": "…"}``).
+            Tool calls a cancelled run left unanswered are answered ``interrupted`` before the next message, as a
+            `Conversation` answers them.
         tools: Functions, `Tool`s, `Toolset`s, objects (their public methods become tools) or a mapping of names to
             functions.
         context: Named documents (text, or anything JSON can write) added to the system prefix, in order.
@@ -197,7 +199,7 @@ async def generate_text(
         ModelError: when a model call fails; its ``messages`` holds the log up to and including the failure (with
             its partial output), so the caller can continue from it.
         UserError: for bad input (nothing is sent); `CapabilityError` when the model cannot serve the request.
-        ProtocolError: for input messages that break the tool-call protocol.
+        ProtocolError: for input messages that break the tool-call protocol (beyond calls left unanswered).
         StoreError: when ``store`` or ``cache`` failed.
     """
     request = prepare_request(

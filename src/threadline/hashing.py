@@ -27,8 +27,18 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .conversation_config import check_settings
-from .errors import UserError
-from .messages import AssistantMessage, Message, MessageList, SystemMessage, ToolMessage, UserMessage, user
+from .errors import ProtocolError, UserError
+from .messages import (
+    INTERRUPTED_TOOL,
+    AssistantMessage,
+    Message,
+    MessageList,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    user,
+)
 from .models.base import Model, ModelSettings
 from .tools import BaseToolset, ResolvedTools, Tool, Toolset, as_tool, is_dynamic_provider, resolve_tools
 
@@ -57,6 +67,9 @@ class GenerateRequest(msgspec.Struct):
         tool_timeout: Seconds a tool may run.
         tool_choice: Applies to the first request.
         max_tool_rounds: Tool rounds before a tool-less request forces an answer.
+        as_given: The input log as the caller gave it, when `prepare_request` answered tool calls it left
+            unanswered (``messages`` is then the repaired log); the hash is of this one, so it equals `request_hash`
+            of the same arguments.
     """
 
     model: str | Model | None
@@ -69,6 +82,7 @@ class GenerateRequest(msgspec.Struct):
     tool_timeout: float | None = 60.0
     tool_choice: str | None = None
     max_tool_rounds: int = 10
+    as_given: MessageList | None = None
 
     def system_text(self) -> str:
         """The system prefix: the system text, then each context document under its name."""
@@ -93,9 +107,13 @@ def prepare_request(
 ) -> GenerateRequest:
     """Check and normalise the inputs of ``generate_text`` (see there for each argument).
 
+    Tool calls left unanswered before a later user or assistant message (a run cancelled in its tool loop,
+    continued with ``[*messages, user("…")]``) are answered ``interrupted`` right before that message, as
+    `Conversation` answers them (DESIGN §4); the request's ``messages`` hold those results, its hash does not.
+
     Raises:
         UserError: for a missing prompt, a bad model, tool, context document or setting.
-        ProtocolError: for input messages that break the tool-call protocol.
+        ProtocolError: for input messages that break the tool-call protocol in any other way.
         MessageListDeserializationError: for message dicts that are not chat messages.
     """
     log = _messages(messages)
@@ -103,8 +121,37 @@ def prepare_request(
         log.append(user(_prompt(prompt)))
     if not len(log):
         raise UserError(_NO_INPUT)
-    log.validate()
-    return _assemble(model, system, log, tools, context, max_tool_rounds, tool_choice, settings)
+    as_given = None
+    try:
+        log.validate()
+    except ProtocolError as exc:
+        if exc.rule != "unanswered":
+            raise
+        as_given, log = log, _answer_unanswered(log)
+        log.validate()
+    request = _assemble(model, system, log, tools, context, max_tool_rounds, tool_choice, settings)
+    if as_given is not None:
+        request.as_given = as_given
+    return request
+
+
+def _answer_unanswered(log: MessageList) -> MessageList:
+    """``log`` with an ``interrupted`` error result for each tool call left unanswered before a later user or
+    assistant message, inserted right before it (in call order, as `Conversation`'s repair writes them)."""
+    items: list[Message] = []
+    pending: dict[str, ToolCall] = {}  # the calls of the latest assistant message that have no result yet
+    for message in log:
+        if isinstance(message, ToolMessage):
+            pending.pop(message.tool_call_id, None)
+        elif isinstance(message, (UserMessage, AssistantMessage)):
+            items.extend(
+                ToolMessage(tool_call_id=call.id, tool_name=call.name, content=INTERRUPTED_TOOL, is_error=True)
+                for call in pending.values()
+            )
+            calls = message.tool_calls if isinstance(message, AssistantMessage) else ()
+            pending = {call.id: call for call in calls}
+        items.append(message)
+    return MessageList(items)
 
 
 _NO_INPUT = "generate_text needs prompt= or messages= (a non-empty list)"
@@ -219,7 +266,7 @@ def hash_request(request: GenerateRequest) -> str:
         [_tool(spec) for spec in request.tools.specs()],
         request.tools.instructions,
         shaping,
-        _canonical_log(request.messages),
+        _canonical_log(request.messages if request.as_given is None else request.as_given),
     )
     try:
         data = _encode(payload, order="sorted")
