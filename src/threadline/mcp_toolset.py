@@ -4,7 +4,8 @@ accepted wherever tools are, like a `Toolset`.
 Each tool of the server becomes a `Tool` named ``"<Name>.<tool>"`` whose parameters are the server's own JSON
 schema (no signature to read: the schema is the contract) and whose description is the server's. The model's
 arguments are checked against that schema before anything is sent, so a bad call is answered at once with what is
-wrong; the server's instructions become the toolset's ``instructions``.
+wrong (a ``$ref`` outside the schema is never fetched: see `_schema_validator`); the server's instructions become the
+toolset's ``instructions``.
 
 A call's result is mapped to the text of the tool result: text blocks as they are, structured content as JSON when
 no text carries it, images and other binary content as a short line naming their type and size (a tool result is
@@ -285,18 +286,35 @@ def _caller(connection: MCPConnection, remote: str) -> Callable[..., Awaitable[s
 
 def _schema_validator(schema: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
     """A check of the model's arguments against the server's schema (None if the schema itself is unusable: the
-    server then judges the arguments)."""
+    server then judges the arguments).
+
+    Only references inside the schema itself (``#/$defs/...``, the JSON Schema meta-schemas) are followed. A
+    ``$ref`` to anything else (``https://...``, ``file:...``) is never fetched: a server's schema must not make us
+    reach a network address or read a file (nor wait for either, on the event loop, before the call's timeout
+    applies). When a call's arguments reach such a reference, the check of that call stops there: the problems
+    found before it are reported as usual, and if there were none the arguments go to the server unchecked, which
+    judges them itself.
+    """
     import jsonschema
+    import referencing
+    import referencing.exceptions
 
     validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         validator_class.check_schema(schema)
     except jsonschema.SchemaError:
         return None
-    validator = validator_class(schema)
+    # An empty registry of our own, not jsonschema's default: that one retrieves any remote reference by URL.
+    validator = validator_class(schema, registry=referencing.Registry())
 
     def check(arguments: Mapping[str, Any]) -> dict[str, Any]:
-        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda error: list(error.absolute_path))
+        found = []
+        try:
+            for error in validator.iter_errors(dict(arguments)):
+                found.append(error)
+        except referencing.exceptions.Unresolvable:
+            pass  # a reference outside the schema: what lies past it is the server's to judge
+        errors = sorted(found, key=lambda error: list(error.absolute_path))
         if errors:
             problems = "; ".join(
                 f"{'.'.join(str(part) for part in error.absolute_path) or 'arguments'}: {error.message}"
