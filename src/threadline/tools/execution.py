@@ -3,10 +3,11 @@ exceptions, timeouts, values JSON cannot hold); sync tools on daemon worker thre
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._masking import environment_secrets, mask_secrets
 from .._text import replace_surrogates_in
@@ -96,7 +97,8 @@ async def execute_tool_call(
     turn, e.g. Ctrl-C) and ``KeyboardInterrupt``; the call is then left unanswered and answered ``interrupted``
     when the conversation next runs.
 
-    A sync tool runs on a daemon worker thread: past its timeout the turn goes on without it, and the result says
+    A sync tool runs on a daemon worker thread, and so does the reading of its result (a generator's body, an
+    iterator inside the value) and its encoding: past its timeout the turn goes on without it, and the result says
     it may still be running (a thread cannot be stopped). An async tool past its timeout is cancelled and given
     `CANCEL_GRACE` seconds to stop; one that ignores the cancellation is left running.
 
@@ -150,13 +152,13 @@ async def execute_tool_call(
                     content = f"Tool {call.name!r} failed: {why}"
                     kind = type(outcome.value).__name__
                 else:
-                    try:
-                        content = encode_result(outcome.value)
+                    encoded = outcome.value if isinstance(outcome.value, _Encoded) else _encode(outcome.value)
+                    if encoded.error is None:
+                        content = encoded.content
                         is_error = False
-                    except Exception as exc:
-                        content = (
-                            f"Tool {call.name!r} returned a value that cannot be encoded: {describe_exception(exc)}"
-                        )
+                    else:
+                        why = describe_exception(encoded.error)
+                        content = f"Tool {call.name!r} returned a value that cannot be encoded: {why}"
                         kind = "unencodable_result"
     if is_error and on_error is not None:
         on_error(kind)
@@ -169,13 +171,43 @@ async def execute_tool_call(
     )
 
 
+class _Encoded(NamedTuple):
+    """A result already encoded for the model (``content``), or the exception that encoding it raised."""
+
+    content: str
+    error: Exception | None
+
+
+def _encode(value: Any) -> _Encoded:
+    try:
+        return _Encoded(encode_result(value), None)
+    except Exception as exc:
+        return _Encoded("", exc)
+
+
+def _call_to_end(handler: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+    """On the worker thread: call a sync handler and, unless it gave something to await, encode its result there.
+
+    Encoding reads the whole value: a generator (or any iterator inside the value) runs its body then. Done here,
+    that body runs on the worker, under the tool's timeout, instead of on the event loop with no limit; and an
+    exception raised by a generator's body is the tool's failure, not an encoding problem.
+    """
+    value = handler(**kwargs)
+    if _is_async_value(value):
+        return value  # awaited (or read to its end) on the loop by the caller
+    if inspect.isgenerator(value):
+        value = list(value)
+    return _encode(value)
+
+
 async def _run_sync(handler: Callable[..., Any], kwargs: Mapping[str, Any], limit: float | None) -> Outcome:
-    """The `Outcome` of a sync handler run on a worker thread; raises `_Unfinished` when the timeout passes."""
+    """The `Outcome` of a sync handler run (and its result encoded, see `_call_to_end`) on a worker thread; raises
+    `_Unfinished` when the timeout passes."""
     import asyncio  # imported on first use: see threadline._sync
 
     from .._workers import start
 
-    future = start(handler, **kwargs)
+    future = start(_call_to_end, handler, kwargs)
     # Awaiting the future itself under asyncio.timeout costs no extra task: the deadline cancels the future (the
     # thread's late outcome is then dropped), and expired() tells our deadline apart from anything else.
     deadline = asyncio.timeout(limit)
@@ -246,15 +278,11 @@ async def _stop(task: asyncio.Task[None], grace: float) -> bool:
 
 
 def _is_async_value(value: Any) -> bool:
-    import inspect
-
     return inspect.isawaitable(value) or inspect.isasyncgen(value)
 
 
 async def _finish(value: Any) -> Any:
     """The result of an awaitable, or the items of an async generator as a list (as a sync generator's are sent)."""
-    import inspect
-
     if inspect.isasyncgen(value):
         return [item async for item in value]
     return await value
