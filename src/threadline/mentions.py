@@ -7,12 +7,16 @@ object again. `Mentions` is what a conversation keeps of them.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from .messages import Message, UserMessage
-from .tools import ResolvedTools, ToolHost, Toolset
+from .tools import BaseToolset, ResolvedTools, Tool, ToolHost, Toolset, describe_exception
+from .tools.toolset import describable_toolset
 
 __all__ = ["Mentions"]
+
+logger = logging.getLogger("threadline.mentions")
 
 
 class Mentions:
@@ -46,17 +50,31 @@ class Mentions:
         self._toolsets.pop(ref, None)  # the tools made for the object it replaces would keep that object alive
 
     def add_tools(self, resolved: ResolvedTools, host: ToolHost) -> None:
-        """Add the tools of every mentioned object that is bound to ``resolved``. An object whose tool names would
-        collide with tools already offered is named by its ref instead."""
+        """Add the tools of every mentioned object that is bound to ``resolved``.
+
+        An object whose tool names would collide with tools already offered is named by its ref instead. A
+        mentioned `Tool` or toolset (a `Toolset`, an MCP toolset) offers its own tools, not its methods. Of any other
+        object, only the methods that can be described to a model are offered (see `describable_toolset`); each
+        one left out is named once, with why, in a warning of the ``threadline.mentions`` logger. A mention never
+        fails the turn: an object that offers nothing (or a toolset that cannot list its tools now) adds no tools.
+        """
         for ref in self._refs:
             obj = self.objects.get(ref)
             if obj is None:
                 continue
+            if isinstance(obj, (Tool, BaseToolset)):
+                try:
+                    resolved.add(obj, host)
+                except Exception as exc:  # e.g. an MCP server that cannot be started: tried again next request
+                    logger.warning("mention %r: its tools cannot be offered: %s", ref, describe_exception(exc))
+                continue
             cached = self._toolsets.get(ref)
             if cached is None or cached[0] is not obj:
-                toolset = Toolset.from_object(obj)
+                toolset, left_out = describable_toolset(obj)
                 if any(name in resolved.tools for name in toolset.names()):
-                    toolset = Toolset.from_object(obj, name=ref)
+                    toolset, left_out = describable_toolset(obj, name=ref)
+                for tool_name, why in left_out:
+                    logger.warning("mention %r: %s is not offered to the model: %s", ref, tool_name, why)
                 cached = (obj, toolset)
                 self._toolsets[ref] = cached
             resolved.add(cached[1], host)

@@ -8,13 +8,14 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UserError
 from .base_toolset import BaseToolset
 from .tool import Tool, as_tool
 
 if TYPE_CHECKING:
     from ..mcp_toolset import MCPToolset
 
-__all__ = ["Toolset"]
+__all__ = ["Toolset", "describable_toolset"]
 
 
 class Toolset(BaseToolset):
@@ -72,33 +73,7 @@ class Toolset(BaseToolset):
             instructions: Text for the system prompt while these tools are offered.
         """
         prefix = name or _object_name(obj)
-        excluded = set(exclude or ())
-        included = set(include) if include is not None else None
-        tools: list[Tool] = []
-        for member in sorted(dir(type(obj)) if not isinstance(obj, type) else dir(obj)):
-            if member.startswith("_") or member in excluded or (included is not None and member not in included):
-                continue
-            if hasattr(object, member):
-                continue
-            try:
-                static = inspect.getattr_static(obj, member)
-            except AttributeError:
-                continue
-            if isinstance(static, property):
-                if getters:
-                    tools.append(_getter_tool(obj, member, prefix, static))
-                continue
-            if not isinstance(static, (staticmethod, classmethod)) and not inspect.isfunction(static):
-                continue
-            bound = getattr(obj, member)
-            doc = inspect.getdoc(bound)
-            tools.append(
-                Tool(
-                    bound,
-                    name=f"{prefix}.{member}",
-                    description=None if doc else f"{member} handler from {prefix}",
-                )
-            )
+        tools = _member_tools(obj, prefix, include, exclude, getters, left_out=None)
         return cls(tools, name=prefix, instructions=instructions)
 
     @classmethod
@@ -165,3 +140,66 @@ def _getter_tool(obj: Any, member: str, prefix: str, prop: property) -> Tool:
 
     doc = inspect.getdoc(prop)
     return Tool(getter, name=f"{prefix}.get_{member}", description=doc or f"Read {member} of {prefix}")
+
+
+def describable_toolset(obj: Any, name: str | None = None) -> tuple[Toolset, list[tuple[str, str]]]:
+    """`Toolset.from_object` for an object the user did not make for a model (an @-mentioned one): only the methods
+    that can be described to a model, and, for each left out, its tool name and why.
+
+    Where ``from_object`` raises `UserError` for a method with ``*args`` or an argument type JSON schema cannot
+    express (the caller asked for that object's tools, and is told at once), this leaves the method out: an
+    everyday object (a `pathlib.Path`, a class with one helper taking ``*parts``) still offers the rest.
+    """
+    prefix = name or _object_name(obj)
+    left_out: list[tuple[str, str]] = []
+    tools = _member_tools(obj, prefix, None, None, False, left_out=left_out)
+    return Toolset(tools, name=prefix), left_out
+
+
+def _member_tools(
+    obj: Any,
+    prefix: str,
+    include: Iterable[str] | None,
+    exclude: Iterable[str] | None,
+    getters: bool,
+    left_out: list[tuple[str, str]] | None,
+) -> list[Tool]:
+    """The tools of ``obj``'s public members (see `Toolset.from_object`). With ``left_out`` a list, a member that
+    cannot be made a tool is recorded there (tool name, why) instead of raising."""
+    excluded = set(exclude or ())
+    included = set(include) if include is not None else None
+    tools: list[Tool] = []
+    for member in sorted(dir(type(obj)) if not isinstance(obj, type) else dir(obj)):
+        if member.startswith("_") or member in excluded or (included is not None and member not in included):
+            continue
+        if hasattr(object, member):
+            continue
+        try:
+            static = inspect.getattr_static(obj, member)
+        except AttributeError:
+            continue
+        if isinstance(static, property):
+            if getters:
+                tools.append(_getter_tool(obj, member, prefix, static))
+            continue
+        if not isinstance(static, (staticmethod, classmethod)) and not inspect.isfunction(static):
+            continue
+        try:
+            bound = getattr(obj, member)
+            doc = inspect.getdoc(bound)
+            tools.append(
+                Tool(bound, name=f"{prefix}.{member}", description=None if doc else f"{member} handler from {prefix}")
+            )
+        except Exception as exc:
+            if left_out is None:
+                raise
+            # An object not made for a model may have anything among its methods: none of them breaks the rest.
+            left_out.append((f"{prefix}.{member}", _reason(exc, f"{prefix}.{member}")))
+    return tools
+
+
+def _reason(exc: Exception, tool_name: str) -> str:
+    text = str(exc) or type(exc).__name__
+    if not isinstance(exc, UserError):
+        return f"{type(exc).__name__}: {text}"
+    return text.removeprefix(f"tool {tool_name!r}: ")  # the caller names the tool
