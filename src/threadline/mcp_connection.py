@@ -12,6 +12,9 @@ Lifetime: the server is started (or the URL connected) on first use and kept acr
 (a stdio server that exited, a broken HTTP connection) is reopened once, by the next call. `MCPConnection.close`
 shuts the server down (stdin closed, then terminate, then kill: the SDK's sequence) and stops the thread;
 connections still open at interpreter exit are closed by an ``atexit`` hook, so no server process outlives us.
+
+A forked child does not share its parent's connections (their thread is not in the child): it starts its own server
+on its first call, and exits at once when it never makes one.
 """
 
 from __future__ import annotations
@@ -235,6 +238,16 @@ class MCPConnection:
         task = loop.create_task(self._shutdown(loop))
         _shutting_down.add(task)
         task.add_done_callback(_shutting_down.discard)
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child: drop the parent's loop, thread and session, which do not exist here (the thread did
+        not survive the fork, so its loop never runs again), so a call from the child starts a server of its own and
+        `close` has nothing to wait for. The parent's server is the parent's: the child neither uses nor stops it."""
+        _inherited.append((self._loop, self._session))
+        self._lock = threading.Lock()  # it may have been held by another thread at the fork
+        self._loop = self._thread = None
+        self._session = None
+        self._opening = None
 
     # -- the connection's thread ---------------------------------------------------------------------------------
     def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
@@ -530,6 +543,20 @@ def _stderr_tail(session: _Session, lines: int = 3) -> str:
 
 _open_connections: weakref.WeakSet[MCPConnection] = weakref.WeakSet()
 _shutting_down: set[asyncio.Task[None]] = set()
+
+
+# What a forked child inherited of its parent's connections. Kept, never used: if collected, the dead loop's pending
+# tasks would each log "Task was destroyed but it is pending!".
+_inherited: list[tuple[asyncio.AbstractEventLoop | None, _Session | None]] = []
+
+
+def _forget_all_after_fork() -> None:
+    _shutting_down.clear()
+    for connection in list(_open_connections):
+        connection._forget_after_fork()
+
+
+os.register_at_fork(after_in_child=_forget_all_after_fork)
 
 
 @atexit.register
