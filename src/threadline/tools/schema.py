@@ -60,15 +60,27 @@ def signature_of(handler: Callable[..., Any], name: str) -> Signature:
 
 
 def read_signature(handler: Callable[..., Any], name: str) -> Signature:
-    """Read ``handler``'s summary, argument descriptions and argument types into a `Signature` (uncached)."""
+    """Read ``handler``'s summary, argument descriptions and argument types into a `Signature` (uncached).
+
+    Raises:
+        UserError: for arguments a model cannot be told about (see `arguments_model`; also a type pydantic validates
+            but cannot describe as JSON schema, such as a ``Callable``).
+    """
     summary, param_docs = parse_docstring(inspect.getdoc(handler) or "")
     model = arguments_model(handler, name, param_docs)
+    import pydantic
+
+    try:
+        parameters = model.model_json_schema()
+    except pydantic.PydanticUserError as exc:  # a type pydantic validates but cannot describe (a Callable)
+        fields = {field: (info.annotation, info) for field, info in model.model_fields.items()}
+        raise _undescribable(name, fields, exc) from exc
     return Signature(
         summary=summary,
         is_async=is_async_callable(handler),
         validator=model,
         fields=tuple((field, info.alias or field) for field, info in model.model_fields.items()),
-        parameters=clean_schema(model.model_json_schema()),
+        parameters=clean_schema(parameters),
     )
 
 
@@ -137,7 +149,8 @@ def arguments_model(handler: Callable[..., Any], name: str, param_docs: Mapping[
     """A pydantic model of ``handler``'s keyword arguments, which validates a model's arguments.
 
     Raises:
-        UserError: for a signature a model cannot be told about (``*args``, positional-only, unresolvable types).
+        UserError: for a signature a model cannot be told about (``*args``, positional-only, unresolvable types,
+            a type pydantic cannot validate; the message names the argument).
     """
     import pydantic
 
@@ -173,11 +186,9 @@ def arguments_model(handler: Callable[..., Any], name: str, param_docs: Mapping[
             fields[param.name] = (annotation, pydantic.Field(default, description=description))
     model_name = re.sub(r"\W", "_", name) + "_arguments"
     try:
-        model = pydantic.create_model(
-            model_name, __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
-        )
-    except (pydantic.PydanticSchemaGenerationError, TypeError) as exc:
-        raise UserError(f"tool {name!r}: its argument types cannot be described as JSON schema: {exc}") from exc
+        model = _model(model_name, fields)
+    except (pydantic.PydanticUserError, TypeError) as exc:
+        raise _undescribable(name, fields, exc) from exc
     if not model.__pydantic_complete__:
         # A hint pydantic could not resolve (a string naming a local class under postponed annotations) would
         # otherwise fail later, deep inside pydantic, with advice about model_rebuild() that means nothing here.
@@ -187,6 +198,31 @@ def arguments_model(handler: Callable[..., Any], name: str, param_docs: Mapping[
             "define the types they name at module level"
         )
     return model
+
+
+def _model(model_name: str, fields: Mapping[str, Any]) -> Any:
+    import pydantic
+
+    return pydantic.create_model(
+        model_name, __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
+    )
+
+
+def _undescribable(name: str, fields: Mapping[str, Any], exc: Exception) -> UserError:
+    """The `UserError` for arguments pydantic cannot validate or describe, naming the first argument at fault (each
+    is tried alone) and pydantic's reason (its advice, e.g. ``typing_extensions.TypedDict`` before Python 3.12)."""
+    import pydantic
+
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    for field, (annotation, info) in fields.items():
+        try:
+            _model("one_argument", {field: (annotation, info)}).model_json_schema()
+        except (pydantic.PydanticUserError, TypeError):
+            parameter = info.alias or field
+            return UserError(
+                f"tool {name!r}: the type of its argument {parameter!r} cannot be described as JSON schema: {reason}"
+            )
+    return UserError(f"tool {name!r}: its argument types cannot be described as JSON schema: {reason}")
 
 
 _SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
