@@ -28,7 +28,9 @@ def encode_result(value: Any) -> str:
     The JSON is always valid: ``nan`` and infinities, which JSON cannot express, become the strings ``"NaN"``,
     ``"Infinity"`` and ``"-Infinity"`` (a model reads those; a strict JSON parser refuses bare ``NaN``); and lone
     surrogates anywhere in it (``{"files": os.listdir(path)}`` with a name that is not UTF-8) become U+FFFD, the
-    log's rule for text, as they do in a returned ``str``.
+    log's rule for text, as they do in a returned ``str``. ``bytes`` are sent as their text when they are UTF-8;
+    otherwise (an image, a compressed file) as ``"base64:"`` followed by their base64, a result the model can read
+    and pass on, not an error.
     """
     if isinstance(value, str):
         return value
@@ -38,14 +40,51 @@ def encode_result(value: Any) -> str:
         data = pydantic_core.to_json(value, fallback=repr)
     except pydantic_core.PydanticSerializationError:
         # Most likely a lone surrogate, which UTF-8 cannot hold: the plain-Python form keeps it as text, where the
-        # log's rule replaces it. Anything else fails again here and is reported by the caller.
-        plain = pydantic_core.to_jsonable_python(replace_surrogates_in(value), fallback=repr)  # keys, too
+        # log's rule replaces it; or bytes that are not UTF-8, which become marked base64. Anything else fails
+        # again here and is reported by the caller.
+        value = _binary_as_text(value)
+        try:
+            plain = pydantic_core.to_jsonable_python(replace_surrogates_in(value), fallback=repr)  # keys, too
+        except (pydantic_core.PydanticSerializationError, UnicodeDecodeError):
+            # Binary bytes inside a model or a dataclass, which the walk above does not enter: all bytes as base64.
+            plain = pydantic_core.to_jsonable_python(value, fallback=repr, bytes_mode="base64")
         data = pydantic_core.to_json(replace_surrogates_in(plain))
     if b"NaN" in data or b"Infinity" in data:
         # Only then (the words may also be inside strings): pydantic writes the bare constants, even under
         # inf_nan_mode="strings" for a model configured otherwise, so read its output back and spell them out.
         data = pydantic_core.to_json(_finite(pydantic_core.from_json(data, allow_inf_nan=True)))
     return data.decode("utf-8")
+
+
+_BINARY_MARK = "base64:"
+
+
+def _binary_as_text(value: Any) -> Any:
+    """``value`` with every ``bytes`` in it (in dicts, lists, tuples, sets, dataclasses and pydantic models, keys
+    too) that is not UTF-8 replaced by ``"base64:"`` and its base64; UTF-8 bytes become their text, as pydantic
+    writes them."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            import base64
+
+            return _BINARY_MARK + base64.b64encode(data).decode("ascii")
+    if isinstance(value, dict):
+        return {_binary_as_text(key): _binary_as_text(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_binary_as_text(item) for item in value]
+    if isinstance(value, type):
+        return value
+    import dataclasses
+
+    if dataclasses.is_dataclass(value):  # as pydantic writes one: its fields, by name
+        return {field.name: _binary_as_text(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and hasattr(type(value), "__pydantic_serializer__"):  # a pydantic model
+        return _binary_as_text(dump())
+    return value
 
 
 def _finite(value: Any) -> Any:
