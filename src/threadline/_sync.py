@@ -30,6 +30,7 @@ reading logs or listing conversations never needs it.
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import threading
 import weakref
@@ -106,6 +107,13 @@ class _ThreadLoop:
             for end in self._wakeup:
                 end.close()
             self._wakeup = None
+
+    def abandon(self) -> None:
+        """Forget this loop in a forked child without touching it. Its selector is the parent's epoll instance (a
+        fork shares it), so closing the loop here would unregister the parent's file descriptors from it: the
+        parent's loop would then no longer wake when a tool's result or a signal arrives. asyncio's own closed
+        flag is set instead, so neither `close` nor the loop's finaliser does anything."""
+        self.loop._closed = True  # type: ignore[attr-defined]  # asyncio's flag; no public way to detach a loop
 
 
 class _ThreadEnd:
@@ -369,6 +377,19 @@ def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
     for task in tasks:
         if task.done() and not task.cancelled():
             task.exception()  # retrieved, so asyncio does not log it as never retrieved
+
+
+def _abandon_inherited_loops() -> None:
+    """In a forked child: the parent's loops are forgotten, never closed (see `_ThreadLoop.abandon`); the child
+    makes its own on first use."""
+    global _loops_lock
+    _loops_lock = threading.Lock()  # another thread may have held it at the fork
+    for holder in list(_loops):
+        holder.abandon()
+    _loops.clear()
+
+
+os.register_at_fork(after_in_child=_abandon_inherited_loops)
 
 
 @atexit.register
