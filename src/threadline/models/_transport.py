@@ -14,9 +14,11 @@ adapters have over hand-written httpx (DESIGN §10). Proxies still come from the
 then one `ModelResponse`. Failures become `ModelError` here and nowhere else:
 
 - 401/403: at once, with a hint about the key (never the key);
-- 429 (honouring ``Retry-After`` / ``retry-after-ms``), 408, 409, 5xx, refused or broken connections, timeouts,
-  a stream that ends early, and an empty answer: retried with exponential backoff and jitter, at most
-  ``max_retries`` times, but only while no text has been shown, since text already shown cannot be taken back;
+- 429 (honouring ``Retry-After`` / ``retry-after-ms``; not when it says the quota or spend limit is used up), 408,
+  409, 5xx, refused or broken connections, timeouts, a stream that ends early, and an empty answer (not one that
+  stopped at its token limit or on a refusal): retried with exponential backoff and jitter, at most
+  ``max_retries`` times, but only while no text (nor thinking the caller shows) has been shown, since what was
+  shown cannot be taken back;
 - retries stop early where they would only multiply: when the server says so (``x-should-retry: false``, as
   OpenAI's API sends), when a proxy in front already retried (LiteLLM's ``x-litellm-attempted-retries``), and
   when the retry time limit of the call (``retry_time_limit``, counted from its first failure) would be passed.
