@@ -3,20 +3,17 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from threadline import Conversation, MessageList, assistant, user
 from threadline.store import open_store
 
+from ._run import run_cli
+
 
 def threadline(*args: str, store_url: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "THREADLINE_STORE": store_url, "COLUMNS": "120"}
-    return subprocess.run(
-        [sys.executable, "-m", "threadline", *args], capture_output=True, text=True, env=environment, timeout=120
-    )
+    return run_cli(*args, store_url=store_url, columns=120)
 
 
 def test_export_usage_shows_id_as_optional_and_says_id_or_all(tmp_path: Path) -> None:

@@ -5,21 +5,18 @@ file, the position and the field, and nothing is stored."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from threadline.store import open_store
 
+from ._run import run_cli
+
 
 def threadline(*args: str, store_url: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "THREADLINE_STORE": store_url, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "threadline", *args], capture_output=True, text=True, env=environment, timeout=120
-    )
+    return run_cli(*args, store_url=store_url)
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])

@@ -6,28 +6,19 @@ No request can leave the machine: the key is missing, and the refusal comes befo
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from threadline.store import open_store
 
+from ._run import run_cli
+
 
 def threadline(*args: str, store_url: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "THREADLINE_STORE": store_url, "COLUMNS": "200"}
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "THREADLINE_MODEL"):
-        environment.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "threadline", *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-        input=stdin if stdin is not None else "",
-        timeout=120,
-    )
+    unset = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "THREADLINE_MODEL")
+    return run_cli(*args, store_url=store_url, unset=unset, stdin=stdin if stdin is not None else "")
 
 
 def stored(store_url: str) -> int:

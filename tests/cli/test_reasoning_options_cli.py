@@ -7,9 +7,7 @@ The models are the fake Anthropic (thinking) and OpenAI servers on 127.0.0.1, th
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +16,8 @@ import pytest
 from tests.providers.servers import Answer, FakeOpenAI
 from tests.providers.servers.anthropic_thinking import FakeAnthropicThinking, Think, Thought
 from threadline.store import open_store
+
+from ._run import run_cli
 
 CLAUDE = "anthropic:claude-sonnet-4-5"
 THOUGHT = "Nine point eight has eight tenths."
@@ -38,24 +38,13 @@ def openai() -> Iterator[FakeOpenAI]:
 def threadline(
     *args: str, base_urls: dict[str, str], store_url: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **os.environ,
-        "ANTHROPIC_API_KEY": "sk-ant-test-reasoning-options",
-        "OPENAI_API_KEY": "sk-test-reasoning-options",
-        "THREADLINE_STORE": store_url,
-        "PYTHONUNBUFFERED": "1",
-        "COLUMNS": "200",
-        **base_urls,
-    }
-    for name in ("NO_COLOR", "FORCE_COLOR"):
-        environment.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "threadline", *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-        input=stdin if stdin is not None else "",
-        timeout=120,
+    keys = {"ANTHROPIC_API_KEY": "sk-ant-test-reasoning-options", "OPENAI_API_KEY": "sk-test-reasoning-options"}
+    return run_cli(
+        *args,
+        store_url=store_url,
+        env={**keys, **base_urls},
+        unset=("NO_COLOR", "FORCE_COLOR"),
+        stdin=stdin if stdin is not None else "",
     )
 
 

@@ -9,9 +9,7 @@ data)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,8 @@ import pytest
 from tests.providers.servers import Status, ToolUse
 from tests.providers.servers.compatible import FakeCompatible, Thinking
 from threadline.store import open_store
+
+from ._run import run_cli
 
 MODEL = "openai:DeepSeek-R1-Distill-Qwen-1.5B"
 RED = "\x1b[31m"
@@ -49,25 +49,9 @@ def store_url(tmp_path: Path) -> str:
 def threadline(
     *args: str, server: FakeCompatible, store_url: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **os.environ,
-        "OPENAI_BASE_URL": server.base_url,
-        "OPENAI_API_KEY": "sk-test-terminal-controls",
-        "THREADLINE_STORE": store_url,
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONIOENCODING": "utf-8",
-        "COLUMNS": "400",
-    }
-    for name in ("NO_COLOR", "FORCE_COLOR", "TERM"):
-        environment.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "threadline", *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=environment,
-        input=stdin,
-        timeout=120,
+    env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-terminal-controls"}
+    return run_cli(
+        *args, store_url=store_url, env=env, unset=("NO_COLOR", "FORCE_COLOR", "TERM"), stdin=stdin, columns=400
     )
 
 
