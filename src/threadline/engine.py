@@ -18,7 +18,7 @@ with the log in memory and in the store still equal.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -623,10 +623,10 @@ async def _run_tools(
     timeout = options.tool_timeout
     execute = execute_tool_call if span is None else span.execute_tool
 
-    async def run(call: ToolCall) -> ToolMessage:
+    def run(call: ToolCall) -> Awaitable[ToolMessage]:
         if cut and call.raw_arguments is not None:
             return _cut_call(call)
-        return await execute(call, tools, timeout)
+        return execute(call, tools, timeout)  # no coroutine of our own around it: this is every tool call's path
 
     if len(calls) == 1:
         yield _with_meta(await run(calls[0]), options)
@@ -643,7 +643,7 @@ async def _run_tools(
                 task.cancel()
 
 
-def _cut_call(call: ToolCall) -> ToolMessage:
+async def _cut_call(call: ToolCall) -> ToolMessage:
     """The result of a call cut off by the output token limit while its arguments were written (not made)."""
     length = len(call.raw_arguments or "")
     return ToolMessage(

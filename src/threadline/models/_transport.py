@@ -291,14 +291,15 @@ class Endpoint:
                 for piece in _reasoning_deltas(result):
                     yield piece
             if result.content:
-                said = "".join(shown)
-                if not said:
+                if not shown:
                     # Unstreamed (or a server that ignored "stream"): the whole text is one delta, so callers that
                     # show text as it comes see it all the same.
                     yield TextDelta(result.content)
-                elif len(result.content) > len(said) and result.content.startswith(said):
+                elif len(result.content) > sum(map(len, shown)):
                     # Text a reader held back (a chunk that carried thinking too) and the stream ended on.
-                    yield TextDelta(result.content[len(said) :])
+                    said = "".join(shown)
+                    if result.content.startswith(said):
+                        yield TextDelta(result.content[len(said) :])
             yield result
             return
 
