@@ -182,13 +182,16 @@ class ContextBuilder:
         if run_context is not None:
             head.extend(run_context.messages())
 
-        # The prefix is sent whatever the window: the budget is spent on it first (a summary of what the budget
-        # drops is reserved for too, and given back when nothing is dropped).
+        # The prefix is sent whatever the window: the budget is spent on it first. A summary of what the budget
+        # drops is paid for too, and given back when nothing is dropped.
         note = _summary_note(summary) if summary else None
-        costs = [(len(text), count(text) + 4) for text in (m.content or "" for m in [*head, *([note] if note else [])])]
-        reserved = (sum(chars for chars, _ in costs), sum(tokens for _, tokens in costs))
+        chars = sum(len(message.content or "") for message in head)
+        tokens = sum(count(message.content or "") + 4 for message in head)
+        note_chars = len(note.content) if note is not None else 0
+        note_tokens = count(note.content) + 4 if note is not None else 0
         report = ContextReport.of_log(items)
         counter = None if count is estimate_tokens else count
+        reserved = (chars + note_chars, tokens + note_tokens)
         window, opening, cut = select_window(
             items, settings, counter, conversation_id, artifacts, report, report.dropped_apart, cache, reserved
         )
@@ -196,9 +199,9 @@ class ContextBuilder:
         if note is not None and cut > opening:
             head.append(note)
             report.summary = summary
-        elif note is not None:
-            report.chars -= costs[-1][0]
-            report.estimated_tokens -= costs[-1][1]
+        else:
+            report.chars -= note_chars
+            report.estimated_tokens -= note_tokens
         report.prefix_messages = len(head)
         messages = head
         messages.extend(window)
