@@ -212,7 +212,26 @@ async def test_an_answer_stopped_by_the_content_filter_says_so(
             pass
     message = str(info.value)
     assert "content filter" in message and "lower the reasoning effort" not in message
-    assert info.value.type == "incomplete"
+    assert info.value.type == "refused" and responses_server.count == 1
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_reasoning_that_uses_up_max_tokens_fails_at_once_and_the_failure_keeps_it(
+    responses_server: FakeResponses, responses_model: OpenAIResponsesModel, stream: bool
+) -> None:
+    """Before: an error of the Responses adapter's own type, and unstreamed, the failure's log had no reasoning."""
+    responses_server.add(Thought("", summaries=("Weighing three routes.",), incomplete="max_output_tokens"))
+    builder = llm.model(responses_model).reasoning(effort="high").request("Plan a long route.")
+    conversation = builder.prompt_conversation(stream=stream, max_retries=3)
+    with pytest.raises(ModelError) as info:
+        async for _ in conversation:
+            pass
+    assert (info.value.type, info.value.retryable) == ("length", False) and responses_server.count == 1
+    assert "output token limit before answering (its reasoning used it up)" in str(info.value)
+    conversation.messages.validate()
+    failure = conversation.messages[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None and failure.error.type == "length"
+    assert [piece.text for piece in failure.reasoning] == ["Weighing three routes."]
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -373,16 +373,23 @@ def test_an_output_item_of_an_unknown_type_is_an_error_naming_it() -> None:
     assert info.value.type == "bad_response" and "'holodeck_call'" in str(info.value)
 
 
-def test_incomplete_is_a_length_stop_and_an_empty_incomplete_answer_says_why() -> None:
+def test_incomplete_is_a_length_stop_and_an_empty_incomplete_answer_keeps_its_reasoning() -> None:
     message = {"type": "message", "content": [{"type": "output_text", "text": "Partial"}]}
     body = {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": [message]}
     answer = parse_response(json.dumps(body), context())
     assert answer.content == "Partial" and answer.stop_reason == "length"
+    # Nothing but reasoning: the empty answer with its stop reason, for the transport to fail as every provider's.
     body["output"] = [reasoning_item("rs_1")]
+    answer = parse_response(json.dumps(body), context())
+    assert (answer.content, answer.tool_calls, answer.stop_reason) == (None, [], "length")
+    assert [piece.id for piece in answer.reasoning] == ["rs_1"] and answer.reasoning[0].redacted
+    body["incomplete_details"] = {"reason": "content_filter"}
+    assert parse_response(json.dumps(body), context()).stop_reason == "content_filter"
+    # A reason OpenAI does not document: a clear error naming it.
+    body["incomplete_details"] = {"reason": "solar_flare"}
     with pytest.raises(ModelError) as info:
         parse_response(json.dumps(body), context())
-    assert info.value.type == "incomplete" and not info.value.retryable
-    assert "max_output_tokens" in str(info.value) and "raise max_tokens" in str(info.value)
+    assert info.value.type == "incomplete" and not info.value.retryable and "solar_flare" in str(info.value)
 
 
 def test_a_refusal_is_the_answer_with_a_content_filter_stop() -> None:

@@ -396,13 +396,8 @@ _NEEDS_ANSWER = {
     "custom_tool_call": "a custom_tool_call_output",
 }
 
-# What an incomplete response with nothing in it means, by its ``incomplete_details.reason``.
-_INCOMPLETE = {
-    "max_output_tokens": "it reached the output token limit first (reasoning counts toward it): raise max_tokens, or "
-    "lower the reasoning effort",
-    "content_filter": "OpenAI's content filter stopped it (the request or the answer was flagged); rephrase the "
-    "request; raising max_tokens will not help",
-}
+# The documented reasons of an incomplete response (``incomplete_details.reason``), as stop reasons.
+_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 # Error codes of a failed response that are worth a retry.
 _RETRYABLE = {"server_error": "server", "rate_limit_exceeded": "rate_limit"}
@@ -436,7 +431,8 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
 
     Raises:
         ModelError: for a failed response, an output item of a type threadline does not read, or an incomplete
-            response with nothing in it.
+            response with nothing in it for a reason OpenAI does not document (for the documented two, the empty
+            answer is returned with its stop reason, ``"length"`` or ``"content_filter"``, and its reasoning).
     """
     if response.status == "failed" or response.error is not None:
         raise _error(response.error)
@@ -508,16 +504,17 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
     if final_text is not None:
         content, stop = final_text, "stop"
     elif incomplete:
-        stop = "content_filter" if reason == "content_filter" else "length"
+        stop = _INCOMPLETE.get(reason or "", "length")  # an unknown reason: cut short all the same
     elif refused:
         stop = "content_filter"
     else:
         stop = "tool_calls" if calls else "stop"
-    if incomplete and not content and not calls:
-        why = _INCOMPLETE.get(reason or "", "the response is incomplete")
+    if incomplete and not content and not calls and reason not in _INCOMPLETE:
+        # The two documented reasons come back as an empty answer with its stop reason and reasoning, which the
+        # transport fails as every provider's ("length" or "refused", the thinking kept in the failure's log).
         raise ModelError(
             f"OpenAI's Responses API stopped before answering ({reason or 'no reason given'}), with no text and no "
-            f"tool call: {why}",
+            "tool call",
             type="incomplete",
         )
     return ModelResponse(
