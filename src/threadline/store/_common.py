@@ -63,14 +63,26 @@ __all__ = [
 PAGE_LIMITS = {"html": 50_000, "css": 20_000, "js": 30_000}
 
 
+# The longest title a fork is named with: the viewer's rename limit (``threadline.web.branches.MAX_TITLE``), so the
+# name a fork gets can be saved again as it is.
+FORK_TITLE_LIMIT = 200
+
+
 def fork_title(title: str | None, siblings: Iterable[str | None]) -> str:
     """The title of a new fork: its origin's with ``(fork)``, numbered past the titles of the origin's other forks
-    (``(fork 2)``, ``(fork 3)``…), so a list never shows a fork and its origin, or two forks, under one name."""
+    (``(fork 2)``, ``(fork 3)``…), so a list never shows a fork and its origin, or two forks, under one name. A name
+    longer than `FORK_TITLE_LIMIT` shortens the origin's title (ending it with "…"), never the suffix."""
     base = title or "Untitled"
     taken = set(siblings)
-    candidate, number = f"{base} (fork)", 2
+
+    def named(suffix: str) -> str:
+        if len(base) + len(suffix) + 1 <= FORK_TITLE_LIMIT:
+            return f"{base} {suffix}"
+        return f"{base[: FORK_TITLE_LIMIT - len(suffix) - 2].rstrip()}… {suffix}"
+
+    candidate, number = named("(fork)"), 2
     while candidate in taken:
-        candidate, number = f"{base} (fork {number})", number + 1
+        candidate, number = named(f"(fork {number})"), number + 1
     return candidate
 
 
