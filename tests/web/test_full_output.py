@@ -146,3 +146,22 @@ def test_the_export_holds_every_character_and_links_nowhere(sqlite_store, serve,
     assert shown.rstrip("\n") == output.rstrip("\n")
     assert page.locator("a[href^='/']").count() == 0
     expect(page.locator(".fork-link")).to_contain_text(fork.id)
+
+
+def test_show_all_names_the_message_with_the_right_article(sqlite_store, serve, page):
+    conv = sqlite_store.create_conversation("Long texts")
+    sqlite_store.append(
+        conv.id,
+        [UserMessage(content="u" * 25_000), AssistantMessage(content="a" * 25_000, model="m")],
+    )
+    served = serve(sqlite_store, model=ScriptedModel([]))
+    headings = []
+    for index in range(2):
+        page.goto(f"{served.url}/c/{conv.id}")
+        page.locator("#items > .msg").nth(index).locator(".cut a", has_text="Show all").click()
+        expect(page.locator("h1")).to_contain_text("Text of")
+        headings.append((page.locator("h1").inner_text(), page.title()))
+    assert headings == [
+        ("Text of a user message", "Text of a user message · threadline"),
+        ("Text of an assistant message", "Text of an assistant message · threadline"),
+    ]

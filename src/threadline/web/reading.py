@@ -49,7 +49,8 @@ def text_of(message: Message) -> tuple[str, str, str]:
     if isinstance(message, ToolMessage):
         return message.content, f"Output of {message.tool_name}", f"{message.tool_name}-{message.tool_call_id}"
     content = getattr(message, "content", None) or ""
-    return content, f"Text of a {message.role} message", f"{message.role}-{message.id}"
+    article = "an" if message.role == "assistant" else "a"  # a user, a system, an assistant message
+    return content, f"Text of {article} {message.role} message", f"{message.role}-{message.id}"
 
 
 def _part(request: Request) -> int:
