@@ -167,6 +167,35 @@ async def test_interleaved_thinking_goes_back_in_its_place(
 
 
 @pytest.mark.parametrize("stream", [True, False])
+async def test_text_blocks_a_call_or_thinking_separates_stay_apart_and_side_by_side_ones_join(
+    server: FakeAnthropicThinking, claude: AnthropicModel, stream: bool
+) -> None:
+    """Before: "Checking Paris.Now Rome." (the words of two text blocks run together)."""
+    server.add(
+        Thought(
+            blocks=(
+                Think(PARIS_THOUGHT),
+                "Checking Paris.",
+                ToolUse("get_weather", '{"city": "Paris"}'),
+                "Now Rome.",
+                Think(ROME_THOUGHT),
+                ToolUse("get_weather", '{"city": "Rome"}'),
+            )
+        ),
+        Thought(blocks=("Both are ", "at 22 C.")),  # a text split in two blocks (as where its citations change)
+    )
+    shown: list[str] = []
+    conv = Conversation(config=config(claude, stream=stream))
+    conv.add(UserMessage(content="Paris and Rome?"))
+    call, *_, answer = [message async for message in conv.run(on_text=shown.append)]
+    assert call.content == "Checking Paris.\n\nNow Rome."
+    assert answer.content == "Both are at 22 C."
+    assert "".join(shown) == call.content + answer.content  # what was shown is what the log keeps
+    assert server.count == 2  # the thinking still went back in its place
+    conv.messages.validate()
+
+
+@pytest.mark.parametrize("stream", [True, False])
 async def test_redacted_thinking_round_trips(
     server: FakeAnthropicThinking, claude: AnthropicModel, stream: bool
 ) -> None:

@@ -91,6 +91,10 @@ __all__ = ["DEFAULT_MAX_TOKENS", "FIRST_TURN", "MessageStream", "build_request",
 
 DEFAULT_MAX_TOKENS = 4_096
 FIRST_TURN = "(conversation start)"
+# Between two text blocks of one answer that another block separates (a tool call, thinking: Claude writes "Checking
+# Paris." before a call and "Now Rome." after it): they are two paragraphs. Text blocks side by side (a text split
+# where its citations change) are one text, joined as they came.
+TEXT_SEPARATOR = "\n\n"
 
 _encode = msgspec.json.Encoder().encode
 
@@ -578,10 +582,16 @@ def parse_message(data: bytes | str, context: WireContext) -> ModelResponse:
     uses: list[tuple[str | None, str, dict[str, Any], str | None]] = []
     reasoning: list[Reasoning] = []
     order: ReasoningOrder | None = None
+    apart = False  # a block other than text came after the last text (see TEXT_SEPARATOR)
     for index, block in enumerate(message.content or ()):
         kind = block.type
+        if kind != "text":
+            apart = bool(texts)
         if kind == "text":
             if block.text:
+                if apart:
+                    texts.append(TEXT_SEPARATOR)
+                    apart = False
                 texts.append(block.text)
                 if order is not None:
                     order.text()
@@ -626,7 +636,7 @@ class MessageStream(StreamReader):
     Thinking blocks are put together from ``thinking_delta`` and ``signature_delta``; a redacted one arrives whole.
     """
 
-    __slots__ = ("_input", "_model", "_order", "_output", "_thinking", "_thoughts")
+    __slots__ = ("_apart", "_input", "_model", "_order", "_output", "_thinking", "_thoughts")
     _usage: _Usage | None  # the slot StreamReader keeps, holding this API's usage struct
 
     def __init__(self, context: WireContext) -> None:
@@ -639,6 +649,7 @@ class MessageStream(StreamReader):
         self._thoughts: dict[int, list[Any]] = {}
         self._order = ReasoningOrder()
         self._model: Any = None  # the model id message_start names
+        self._apart = False  # a block other than text came after the last text (see TEXT_SEPARATOR)
 
     def feed(self, event: str, data: str) -> str | ReasoningDelta | None:
         """Take one event; return the text or thinking it adds, if any.
@@ -657,11 +668,7 @@ class MessageStream(StreamReader):
                 return None
             delta_type = delta.type
             if delta_type == "text_delta":
-                if delta.text:
-                    self._parts.append(delta.text)
-                    self._order.text()
-                    return delta.text
-                return None
+                return self._text(delta.text) if delta.text else None
             if delta_type == "input_json_delta":
                 if delta.partial_json:
                     block = self._calls.get(item.index)
@@ -713,16 +720,26 @@ class MessageStream(StreamReader):
             raise error_from(item.error)
         return None  # ping, content_block_stop, and event types added after this was written
 
+    def _text(self, text: str) -> str:
+        """Keep a piece of the answer's text; return what to show (after a separator, when a block other than text
+        came since the text before it)."""
+        if self._apart:
+            self._apart = False
+            text = TEXT_SEPARATOR + text
+        self._parts.append(text)
+        self._order.text()
+        return text
+
     def _start(self, start: _Block, index: int) -> str | ReasoningDelta | None:
         kind = start.type
+        if kind != "text":
+            self._apart = bool(self._parts)
         if kind == "tool_use":
             self._calls[index] = [start.id, start.name or "", []]
             self._order.tool()
         elif kind == "text":
             if start.text:
-                self._parts.append(start.text)
-                self._order.text()
-                return start.text
+                return self._text(start.text)
         elif kind == "thinking":
             part = self._order.add()
             text = start.thinking or ""
