@@ -131,6 +131,20 @@ def test_a_tool_turn_is_an_invoke_agent_span_with_chat_and_execute_tool_children
     assert weather.end_time <= last.start_time and last.end_time <= turn.end_time
 
 
+def test_the_response_model_loses_only_the_models_own_provider_prefix(spans: Spans) -> None:
+    """Before: an answer logged under ``llama3:8b`` (an Ollama-style id, no provider prefix) showed as ``8b``."""
+    answers = [
+        AssistantMessage(content="One.", model="llama3:8b"),
+        AssistantMessage(content="Two.", model="openai:gpt-4o-mini-2024-07-18"),
+    ]
+    conversation = llm.model(ScriptedModel(answers, name=MODEL)).request("Count.").prompt_conversation()
+    conversation.run_sync()
+    conversation.continuation.request("Again.").prompt()
+    first, second = spans.named(f"chat {MODEL.partition(':')[2]}")
+    assert attributes(first)["gen_ai.response.model"] == "llama3:8b"
+    assert attributes(second)["gen_ai.response.model"] == "gpt-4o-mini-2024-07-18"
+
+
 def test_the_turn_span_carries_the_conversation_id_of_the_conversation(spans: Spans) -> None:
     conversation = Conversation(config=ConversationConfig(model=ScriptedModel(["Hi."])))
     conversation.add(UserMessage(content="Hello"))

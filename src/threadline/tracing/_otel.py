@@ -306,7 +306,9 @@ class _Turn:
         # Current while the call runs: HTTP client spans of other instrumentations nest under it, and the
         # transport's retries find it.
         token = otel_context.attach(trace.set_span_in_context(span, self._parent))
-        chat = _Chat(self, span, model_id, token, request, secrets)
+        name = model.name if isinstance(model.name, str) else ""
+        prefix = name[: name.index(":") + 1] if ":" in name else None
+        chat = _Chat(self, span, model_id, prefix, token, request, secrets)
         chat.var = _current_chat.set(chat)
         return chat
 
@@ -381,14 +383,22 @@ class _Chat:
     ``secrets`` are its turn's with content (None without, or when they could not all be known).
     """
 
-    __slots__ = ("_model_id", "_request", "_token", "_turn", "secrets", "span", "var")
+    __slots__ = ("_model_id", "_prefix", "_request", "_token", "_turn", "secrets", "span", "var")
 
     def __init__(
-        self, turn: _Turn, span: Span, model_id: str, token: object, request: ModelRequest, secrets: Secrets | None
+        self,
+        turn: _Turn,
+        span: Span,
+        model_id: str,
+        prefix: str | None,
+        token: object,
+        request: ModelRequest,
+        secrets: Secrets | None,
     ) -> None:
         self._turn = turn
         self.span = span
         self._model_id = model_id
+        self._prefix = prefix  # the provider prefix of the model's name ("openai:"), when it has one
         self._token = token
         self._request = request
         self.secrets = secrets
@@ -398,10 +408,12 @@ class _Chat:
         # The model the provider says answered (a dated snapshot), else the name the answer is logged under.
         name = response.response_model
         if not name:
+            # The name the answer is logged under, without the provider prefix of this model's own name: the log
+            # says "openai:gpt-4o-mini-2024-07-18", the span "gpt-4o-mini-2024-07-18"; "llama3:8b" stays whole.
             name = response.model
-            if name:
-                _, colon, rest = name.partition(":")
-                name = rest if colon and rest else name
+            prefix = self._prefix
+            if name and prefix and name.startswith(prefix) and len(name) > len(prefix):
+                name = name[len(prefix) :]
         attributes: dict[str, Any] = {RESPONSE_MODEL: name or self._model_id}
         if response.stop_reason:
             attributes[FINISH_REASONS] = (response.stop_reason,)
