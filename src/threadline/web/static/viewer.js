@@ -113,7 +113,7 @@
   let lastSeq = Number(timeline.dataset.lastSeq);
   let hasOlder = timeline.dataset.hasOlder === "true";
   let atEnd = timeline.dataset.atEnd === "true";
-  let loadingOlder = false;
+  let loadingOlder = null; // the load of an older part under way: whoever asks for one meanwhile waits for it
 
   function nearBottom() {
     return window.innerHeight + window.scrollY >= document.body.scrollHeight - 160;
@@ -126,9 +126,14 @@
   // -- older and newer parts ---------------------------------------------------------------------------------------
   const olderBox = timeline.querySelector(".older");
 
-  async function loadOlder() {
-    if (!hasOlder || loadingOlder || firstSeq === null) return;
-    loadingOlder = true;
+  function loadOlder() {
+    if (loadingOlder) return loadingOlder;
+    if (!hasOlder || firstSeq === null) return Promise.resolve();
+    loadingOlder = readOlder().finally(() => { loadingOlder = null; });
+    return loadingOlder;
+  }
+
+  async function readOlder() {
     try {
       const response = await fetch(`/c/${encodeURIComponent(cid)}/messages?before=${firstSeq}`, {
         headers: { Accept: "application/json" },
@@ -149,8 +154,6 @@
       if (!hasOlder) olderBox.innerHTML = '<p class="muted start">Start of the conversation</p>';
     } catch (error) {
       olderBox.textContent = "Could not load older messages: " + error.message;
-    } finally {
-      loadingOlder = false;
     }
   }
 
@@ -357,10 +360,10 @@
       });
       const start = step > 0 ? seen[0] : seen[seen.length - 1];
       index = start ? list.indexOf(start) : (step > 0 ? 0 : list.length - 1);
-    } else if (index + step < 0 && hasOlder) {
+    } else if (index + step < 0 && (hasOlder || loadingOlder)) {
       await loadOlder();
       list = shownMessages();
-      index = list.indexOf(current) + step;
+      index = Math.max(0, list.indexOf(current) + step);
     } else {
       index = Math.min(list.length - 1, Math.max(0, index + step));
     }
@@ -372,11 +375,15 @@
     next.scrollIntoView({ block: "center" });
   }
 
+  // One move at a time, in the order of the presses: a press while an older part loads (for an earlier press, or
+  // because the reader scrolled up) waits for it and then moves, so no press is lost however fast they come.
+  let moves = Promise.resolve();
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
     if (event.key === "j" || event.key === "k") {
       event.preventDefault();
-      moveBy(event.key === "j" ? 1 : -1);
+      const step = event.key === "j" ? 1 : -1;
+      moves = moves.then(() => moveBy(step)).catch(() => { /* a failed load says so above the list */ });
     }
   });
 
