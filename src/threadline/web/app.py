@@ -47,11 +47,11 @@ from .find import Finding, find
 from .live import event_stream
 from .markdown import highlight_css
 from .outline import outline_page
-from .reading import artifact_text, full_text
+from .reading import PART_CHARS, artifact_text, full_text
 from .render import markup, page_document, pager_query, render_items, safe_name, stylesheet
 from .security import PAGE_CSP, Guard
 from .state import MAX_PARAM, Viewer, in_thread, int_param
-from .timeline import Item, build_items, fork_links
+from .timeline import Item, build_items, fork_links, note_match_past_cut
 from .turns import TurnBusy
 
 __all__ = ["create_app"]
@@ -249,6 +249,8 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
         _read_part, viewer.store, cid, before, at, query, start
     )
     items = build_items(page.messages, page.seqs, links)
+    if at is not None and query:
+        note_match_past_cut(items, page.messages, at, query, PART_CHARS)
     return viewer.page(
         "conversation.html",
         cid=cid,

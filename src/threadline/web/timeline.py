@@ -9,6 +9,7 @@ escape every string they hold: no message text is ever treated as HTML.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,12 +28,15 @@ from ..toolboxes.pages import page_id_of
 
 __all__ = [
     "TEXT_LIMIT",
+    "CutMatch",
     "ForkLink",
     "Item",
     "ToolView",
     "build_items",
     "format_duration",
+    "match_past_cut",
     "message_snippet",
+    "note_match_past_cut",
     "page_id_of",
     "tool_view",
 ]
@@ -41,6 +45,23 @@ __all__ = [
 # returned a 5 MB file must not make the timeline unusable.
 TEXT_LIMIT = 20_000
 PREVIEW_CHARS = 90
+
+
+@dataclass(frozen=True, slots=True)
+class CutMatch:
+    """Where a search hit's words lie in the part of a text the page cuts (past `TEXT_LIMIT`).
+
+    Attributes:
+        position: The match's first character, from 0.
+        total: The whole text's length.
+        excerpt: The text around the match, on one line (``…`` where it is cut).
+        part: Which part of the whole text (``/full/<id>?part=N``) holds the match.
+    """
+
+    position: int
+    total: int
+    excerpt: str
+    part: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +89,7 @@ class ToolView:
         page_id: The id of a page the call generated (``Pages.generate_ui``), shown in a sandboxed frame.
         duration_ms: How long the tool ran, in milliseconds, if known (for the turn's timing strip).
         finished_at: When the result was recorded.
+        match: Where a search hit's words lie in the part of the output the page cuts.
     """
 
     call_id: str
@@ -82,6 +104,7 @@ class ToolView:
     page_id: str | None = None
     duration_ms: float | None = None
     finished_at: datetime | None = None
+    match: CutMatch | None = None
 
     def finish(self, result: ToolView) -> None:
         """Take the result's side of ``result`` (a view of the result alone) into this group."""
@@ -160,6 +183,7 @@ class Item:
         forks: Forks made from this message.
         standalone: For a ``"tool"`` item: the result as a `ToolView`.
         thoughts: The reasoning of an assistant message (or of a failed call, what it had thought).
+        match: Where a search hit's words lie in the part of the text the page cuts.
     """
 
     message: Message
@@ -175,6 +199,7 @@ class Item:
     forks: list[ForkLink] = field(default_factory=list)
     standalone: ToolView | None = None
     thoughts: list[ThoughtView] = field(default_factory=list)
+    match: CutMatch | None = None
 
     @property
     def id(self) -> str:
@@ -345,3 +370,48 @@ def fork_links(forks: Iterable[tuple[str, str, str]]) -> dict[str, list[ForkLink
     for message_id, fork_id, title in forks:
         out.setdefault(message_id, []).append(ForkLink(fork_id, title))
     return out
+
+
+# A word as the page's marking sees it (viewer.js: /[\p{L}\p{N}]+/u): letters and digits.
+_WORD = re.compile(r"[^\W_]+")
+EXCERPT_BEFORE, EXCERPT_AFTER = 100, 200
+
+
+def match_past_cut(text: str, query: str, part_chars: int, limit: int = TEXT_LIMIT) -> CutMatch | None:
+    """Where the searched words first occur in ``text`` when the page shows none of them: the text is cut at
+    ``limit`` and the first word beginning with one of them (the rule the page marks by) ends past the cut. None when
+    the text is not cut, the shown part holds a match, or the words are nowhere (the search matched otherwise)."""
+    words = sorted(set(_WORD.findall(query.lower())), key=len, reverse=True)
+    if len(text) <= limit or not words:
+        return None
+    starts = re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, words)) + ")", re.IGNORECASE)
+    found = starts.search(text)
+    if found is None or found.end() <= limit:
+        return None
+    start = found.start()
+    head, tail = max(0, start - EXCERPT_BEFORE), min(len(text), found.end() + EXCERPT_AFTER)
+    excerpt = " ".join(text[head:tail].split())
+    excerpt = ("…" if head else "") + excerpt + ("…" if tail < len(text) else "")
+    return CutMatch(start, len(text), excerpt, start // part_chars)
+
+
+def note_match_past_cut(
+    items: Sequence[Item], messages: Sequence[Message], hit_id: str, query: str, part_chars: int
+) -> None:
+    """Tell the item (or tool group) showing message ``hit_id`` where the searched words lie when the page cuts
+    them off, so the page can say so (and open the group) instead of showing no match at all."""
+    message = next((m for m in messages if m.id == hit_id), None)
+    text = getattr(message, "content", None)
+    if message is None or not isinstance(text, str):
+        return
+    match = match_past_cut(text, query, part_chars)
+    if match is None:
+        return
+    for item in items:
+        if item.id == hit_id and not isinstance(message, ToolMessage):
+            item.match = match
+            return
+        for view in [*item.tools, *([item.standalone] if item.standalone is not None else [])]:
+            if view.result_id == hit_id:
+                view.match = match
+                return

@@ -622,11 +622,12 @@
       // A tool result is a message of its own, shown inside its call's group: mark only there. A message's own
       // text, and its calls' arguments, are the rest of its item (the outputs are other messages).
       const group = [...hit.querySelectorAll("details.tool")].find((el) => el.dataset.resultId === hitId);
-      const chrome = ".msg-head, .msg-actions, button, mark";
+      const chrome = ".msg-head, .msg-actions, button, mark, .no-mark";
       if (group) markWords(group, timeline.dataset.query, chrome + ", summary");
       else markWords(hit, timeline.dataset.query, chrome + ", .tool-output");
     }
-    hit.scrollIntoView({ block: "center" });
+    // A match past the part shown is told of at the bottom of a long item: land on that note.
+    (hit.querySelector(".cut-match") || hit).scrollIntoView({ block: "center" });
   } else if (timeline.dataset.start === "true") {
     window.scrollTo(0, 0);
   } else if (!location.hash) {
