@@ -37,6 +37,7 @@ from .messages import AssistantMessage, Message, MessageList, ToolMessage, UserM
 from .models.base import Model
 from .store.base import Store
 from .tools import ResolvedTools, Tool
+from .tracing import hooks as tracing
 
 if TYPE_CHECKING:
     import asyncio
@@ -213,17 +214,20 @@ async def generate_text(
         tool_choice=tool_choice,
         **settings,
     )
+    started = time.time_ns()
     key = hash_request(request)
     if store is not None and conversation_id is not None and store.has_conversation(conversation_id):
         raise UserError(f"conversation {conversation_id!r} already exists in the store; choose a new id")
     if cache is not None:
         hit = _cached(cache, key, input_log(request))
         if hit is not None:
-            if store is None:
-                return hit
-            # Logged like any run (its metadata says the answer came from the cache).
-            logged = _open_log(store, conversation_id, request, key, hit.messages, cached=True)
-            return msgspec.structs.replace(hit, conversation_id=logged)
+            if store is not None:
+                # Logged like any run (its metadata says the answer came from the cache).
+                logged = _open_log(store, conversation_id, request, key, hit.messages, cached=True)
+                hit = msgspec.structs.replace(hit, conversation_id=logged)
+            if tracing.tracer is not None:
+                tracing.tracer.reused(request.model_name, key, "cache", started, hit.conversation_id)
+            return hit
     if not dedupe or store is not None:
         # A call that logs to a store is a run of its own: sharing another's would leave its conversation unwritten.
         return await _run(request, key, cache, on_partial, store, conversation_id)
@@ -243,11 +247,13 @@ async def generate_text(
     if on_partial is not None:
         flight.listeners.append(on_partial)
     flight.waiters += 1
+    failure: BaseException | None = None
     try:
         result = await asyncio.shield(flight.task)
-    except asyncio.CancelledError:
+    except BaseException as exc:
+        failure = exc
         # A caller that gives up (a superseded reactive run) stops the model call, unless another still waits.
-        if not flight.task.done() and flight.waiters == 1:
+        if isinstance(exc, asyncio.CancelledError) and not flight.task.done() and flight.waiters == 1:
             flight.task.cancel()
             # Out of the table at once, not when the task lands a loop iteration later: a caller with the same
             # hash arriving in between must start a run of its own, not join one that ends in CancelledError.
@@ -258,6 +264,8 @@ async def generate_text(
         flight.waiters -= 1
         if on_partial is not None and on_partial in flight.listeners:
             flight.listeners.remove(on_partial)
+        if not first and tracing.tracer is not None:  # the model call's spans are under the first caller's
+            tracing.tracer.reused(request.model_name, key, "shared", started, error=failure)
     return result if first else result.for_input(input_log(request))
 
 

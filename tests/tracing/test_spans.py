@@ -312,6 +312,66 @@ async def test_generate_text_with_a_store_names_its_conversation(spans: Spans) -
     assert attributes(spans.one("invoke_agent threadline"))["gen_ai.conversation.id"] == result.conversation_id
 
 
+async def test_a_generate_text_cache_hit_is_a_turn_span_saying_so_with_no_model_call(spans: Spans) -> None:
+    """Before: a cache hit left no span at all, so a trace showed nothing of the call."""
+    cache = open_store("memory://")
+    try:
+        first = await generate_text(model=ScriptedModel(["Hi."], name="openai:gpt-x"), prompt="Hello", cache=cache)
+        again = await generate_text(model=ScriptedModel([], name="openai:gpt-x"), prompt="Hello", cache=cache)
+    finally:
+        cache.close()
+    assert again.cached and again.text == "Hi."
+    ran, hit = spans.named("invoke_agent threadline")
+    assert [span.name for span in spans.children(ran)] == ["chat gpt-x"] and spans.children(hit) == []
+    assert "threadline.answer.reused" not in attributes(ran)
+    assert attributes(hit) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.agent.name": "threadline",
+        "gen_ai.request.model": "gpt-x",
+        "threadline.answer.reused": "cache",
+        "threadline.request_hash": first.request_hash,
+    }
+    assert hit.status.status_code == StatusCode.UNSET and hit.start_time <= hit.end_time  # type: ignore[operator]
+
+
+async def test_identical_calls_in_flight_show_one_model_call_and_a_span_for_each_caller(spans: Spans) -> None:
+    """Before: the callers that shared another's model call left no span."""
+    release = asyncio.Event()
+
+    async def slow(request: Any) -> str:
+        await release.wait()
+        return "Shared."
+
+    model = ScriptedModel([slow], name="openai:gpt-x")
+    calls_ = [asyncio.ensure_future(generate_text(model=model, prompt="Hello")) for _ in range(3)]
+    await asyncio.sleep(0.05)
+    release.set()
+    results = await asyncio.gather(*calls_)
+    assert [result.text for result in results] == ["Shared."] * 3 and len(model.requests) == 1
+    turns = spans.named("invoke_agent threadline")
+    reused = [span for span in turns if attributes(span).get("threadline.answer.reused") == "shared"]
+    assert len(turns) == 3 and len(reused) == 2 and len(spans.named("chat gpt-x")) == 1
+    assert all(spans.children(span) == [] for span in reused)
+
+
+async def test_a_failed_shared_call_fails_the_span_of_each_caller(spans: Spans) -> None:
+    release = asyncio.Event()
+
+    async def down(request: Any) -> str:
+        await release.wait()
+        raise ModelError("the server is down", type="server")
+
+    model = ScriptedModel([down], name="openai:gpt-x")
+    calls_ = [asyncio.ensure_future(generate_text(model=model, prompt="Hello", max_retries=0)) for _ in range(2)]
+    await asyncio.sleep(0.05)
+    release.set()
+    outcomes = await asyncio.gather(*calls_, return_exceptions=True)
+    assert all(isinstance(outcome, ModelError) for outcome in outcomes)
+    (shared,) = [s for s in spans.named("invoke_agent threadline") if "threadline.answer.reused" in attributes(s)]
+    assert shared.status.status_code == StatusCode.ERROR and attributes(shared)["error.type"] == "server"
+
+
 def test_a_run_is_a_workflow_span_over_the_turns_of_its_nodes(spans: Spans) -> None:
     model = ScriptedModel([calls(("r1", "get_weather", {"city": "Lima"})), "Lima is warm.", "Packed: shorts."])
     conversation = Conversation(config=ConversationConfig(model=model, tools=[get_weather]))

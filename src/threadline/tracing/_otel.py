@@ -106,6 +106,7 @@ STOP_REASON = "threadline.turn.stop_reason"
 AGENT = "threadline"
 WORKFLOW = "threadline.run"
 RETRY_EVENT = "threadline.retry"
+REUSED = "threadline.answer.reused"  # "cache" or "shared": a generate_text call that made no model call of its own
 INTERRUPTED = "interrupted"
 
 # threadline's provider names that are not the conventions' (gen_ai.provider.name), with the API they name.
@@ -133,7 +134,7 @@ class OtelTracer:
 
     # -- hooks.Tracer --------------------------------------------------------------------------------------------
     def turn(self, host: Any, model: Model, options: TurnOptions) -> _Turn:
-        provider, api, model_id = _provider(model)
+        provider, api, model_id = _provider(_model_name(model))
         attributes: dict[str, Any] = {
             OPERATION: "invoke_agent",
             PROVIDER: provider,
@@ -164,6 +165,36 @@ class OtelTracer:
             turn_input = _request_of_turn(log)
         span = self.tracer.start_span(f"invoke_agent {AGENT}", kind=SpanKind.INTERNAL, attributes=attributes)
         return _Turn(self, span, model, conversation_id, secrets, turn_input)
+
+    def reused(
+        self,
+        model_name: str,
+        request_hash: str,
+        how: str,
+        started_ns: int,
+        conversation_id: str | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        # An invoke_agent span with no model call under it: the caller's time, and where its answer came from.
+        provider, api, model_id = _provider(model_name)
+        attributes: dict[str, Any] = {
+            OPERATION: "invoke_agent",
+            PROVIDER: provider,
+            AGENT_NAME: AGENT,
+            REQUEST_MODEL: model_id,
+            REUSED: how,
+            "threadline.request_hash": request_hash,
+        }
+        if api is not None:
+            attributes[API] = api
+        if conversation_id is not None:
+            attributes[CONVERSATION_ID] = conversation_id
+        span = self.tracer.start_span(
+            f"invoke_agent {AGENT}", kind=SpanKind.INTERNAL, attributes=attributes, start_time=started_ns
+        )
+        if error is not None:
+            _fail(span, _error_type(error), None)  # the call that ran it holds the failure and its text
+        span.end()
 
     def retry(self, attempt: int, error: ModelError, delay: float) -> None:
         chat = _current_chat.get()
@@ -306,7 +337,7 @@ class _Turn:
         # Current while the call runs: HTTP client spans of other instrumentations nest under it, and the
         # transport's retries find it.
         token = otel_context.attach(trace.set_span_in_context(span, self._parent))
-        name = model.name if isinstance(model.name, str) else ""
+        name = _model_name(model)
         prefix = name[: name.index(":") + 1] if ":" in name else None
         chat = _Chat(self, span, model_id, prefix, token, request, secrets)
         chat.var = _current_chat.set(chat)
@@ -458,7 +489,7 @@ class _Chat:
 
 def _chat_attributes(model: Model, conversation_id: str | None) -> dict[str, Any]:
     """The attributes every call of ``model`` in a turn starts with."""
-    provider, api, model_id = _provider(model)
+    provider, api, model_id = _provider(_model_name(model))
     attributes: dict[str, Any] = {OPERATION: "chat", PROVIDER: provider, REQUEST_MODEL: model_id}
     if api is not None:
         attributes[API] = api
@@ -470,10 +501,14 @@ def _chat_attributes(model: Model, conversation_id: str | None) -> dict[str, Any
     return attributes
 
 
-def _provider(model: Model) -> tuple[str, str | None, str]:
+def _model_name(model: Model) -> str:
+    """The name a model goes by (``provider:model``), or its class's name when it has none."""
+    return model.name if isinstance(model.name, str) else type(model).__name__
+
+
+def _provider(name: str) -> tuple[str, str | None, str]:
     """``gen_ai.provider.name``, the API when threadline's provider name says more than that (``threadline.api``)
     and the model id of a model named ``provider:model`` (or just a name)."""
-    name = model.name if isinstance(model.name, str) else type(model).__name__
     prefix, colon, rest = name.partition(":")
     if not (colon and prefix and rest):
         return name, None, name

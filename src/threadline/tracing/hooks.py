@@ -72,6 +72,20 @@ class Tracer(Protocol):
         """``steps`` (the messages of a `threadline.runs.Run`) driven inside one workflow span."""
         ...
 
+    def reused(
+        self,
+        model_name: str,
+        request_hash: str,
+        how: str,
+        started_ns: int,
+        conversation_id: str | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """A `generate_text` call answered without a model call of its own (``how``: ``"cache"``, a cached result;
+        ``"shared"``, another identical call in flight), from ``started_ns`` (`time.time_ns`) until now; ``error``
+        when the shared call failed."""
+        ...
+
 
 tracer: Tracer | None = None
 """The active tracer; None while threadline is not instrumented."""
