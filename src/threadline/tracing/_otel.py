@@ -8,7 +8,9 @@ Names and attributes follow OpenTelemetry's GenAI semantic conventions (``gen-ai
   ``gen_ai.agent.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.conversation.id``, the turn's
   summed ``gen_ai.usage.*``, ``threadline.turn.rounds`` and ``threadline.turn.stop_reason`` (the `TurnResult`'s:
   ``end``, ``max_tool_rounds``, ``error``; ``interrupted`` for a turn cancelled, interrupted or left by its caller
-  before it answered); a `Run` wraps its nodes' turns in one ``invoke_workflow threadline.run`` span;
+  before it answered); a `Run` wraps its nodes' turns in one ``invoke_workflow threadline.run`` span; a
+  `generate_text` call that makes no model call of its own (a cache hit, or a call sharing an identical one in
+  flight) is an ``invoke_agent`` span with no children and ``threadline.answer.reused`` = ``cache`` or ``shared``;
 - each model call is a ``chat <model>`` span (CLIENT) under its turn: provider, request and response model, request
   settings, ``server.address``/``server.port``, ``gen_ai.usage.input_tokens``/``output_tokens``/
   ``reasoning.output_tokens``, ``gen_ai.response.finish_reasons``; each retry of the HTTP transport is an event
