@@ -258,7 +258,9 @@ class Reasoning(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
         signature: The provider's signature over ``text`` (Anthropic ``thinking.signature``), sent back unchanged.
         redacted: Opaque reasoning data (Anthropic ``redacted_thinking.data``, Responses ``encrypted_content``; for
             OpenRouter, the rest of its ``reasoning_details`` entry as JSON, kept to go back as it came).
-        provider: The wire family that produced it: ``"anthropic"``, ``"openai-responses"``, ``"openai"``,
+        provider: The wire family that produced it: ``"anthropic"``, ``"openai-responses"`` (OpenAI's own
+            Responses API), ``"openai-responses@host:port"`` (another server speaking the Responses API, named by
+            its base URL's host and port, never its credentials or path: vLLM, a proxy, Azure), ``"openai"``,
             ``"google"`` (a thought signature of Gemini's OpenAI-compatible API, with no text), or ``"openrouter"``
             (one ``reasoning_details`` entry of OpenRouter or Vercel's AI Gateway).
         id: The provider's id for it (a Responses reasoning item's ``id``; several summary parts of one item share

@@ -70,7 +70,8 @@ async def test_a_tool_loop_with_reasoning_passes_the_servers_check(
     first_id, second_id = responses_server.reasoning_ids
     (thought,) = call_message.reasoning
     assert thought.text == "**Checking the weather**\n\nI should call get_weather."
-    assert (thought.provider, thought.id) == ("openai-responses", first_id)
+    # The fake server is not OpenAI's own API: its pieces name it by host and port, and go back to it alone.
+    assert (thought.provider, thought.id) == (f"openai-responses@127.0.0.1:{responses_server.port}", first_id)
     assert thought.redacted and thought.redacted.startswith("gAAAAA")  # the server's sealed token, kept verbatim
     assert answer.reasoning[0].id == second_id
     assert "".join(thoughts) == "**Checking the weather**\n\nI should call get_weather.\n\nThe tool answered."
@@ -300,7 +301,8 @@ async def test_a_stream_cut_mid_answer_is_a_logged_failure_and_its_thinking_is_n
     assert responses_server.count == 1  # thinking and text were shown: no silent retry
     failure = conversation.messages[-1]
     assert isinstance(failure, AssistantMessage) and failure.content == error.partial
-    assert failure.reasoning == [Reasoning(text="Thinking about Paris.", provider="openai-responses")]
+    origin = f"openai-responses@127.0.0.1:{responses_server.port}"
+    assert failure.reasoning == [Reasoning(text="Thinking about Paris.", provider=origin)]
     # Continuing sends the partial text with its error block and none of the unsigned thinking.
     responses_server.add(Thought("Sunny."))
     assert await conversation.continuation.request("continue").prompt_async() == "Sunny."

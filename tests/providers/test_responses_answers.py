@@ -132,7 +132,8 @@ async def test_gpt_oss_thinking_on_vllm_is_kept_shown_and_sent_back(vllm_server:
     call_message = conversation.messages[1]
     assert isinstance(call_message, AssistantMessage)
     (piece,) = call_message.reasoning
-    assert (piece.text, piece.provider, piece.redacted) == (thinking, "openai-responses", None)
+    origin = f"openai-responses@127.0.0.1:{vllm_server.port}"
+    assert (piece.text, piece.provider, piece.redacted) == (thinking, origin, None)
     assert "".join(thoughts).startswith(thinking)
     # vLLM reads a reasoning item back from its one reasoning_text part (and fails on one without it).
     (item,) = [item for item in vllm_server.bodies[1]["input"] if item["type"] == "reasoning"]

@@ -26,8 +26,8 @@ from threadline.messages import (
     answer_parts,
 )
 from threadline.models import ModelRequest, ModelSettings, ReasoningDelta, ReasoningSettings, ResponseFormat, ToolSpec
-from threadline.models._convert_common import IdMap, WireContext
-from threadline.models._responses_convert import ResponsesStream, build_request, parse_response
+from threadline.models._convert_common import IdMap
+from threadline.models._responses_convert import ResponsesContext, ResponsesStream, build_request, parse_response
 from threadline.models.profiles import ModelProfile, openai_profile
 from threadline.models.tool_catalog import ToolCatalog
 
@@ -46,8 +46,10 @@ def body_for(messages: list[Any], profile: ModelProfile = O4, **fields: Any) -> 
     return body
 
 
-def context(tools: tuple[str, ...] = ("get_weather",), final: str | None = None) -> WireContext:
-    return WireContext(ToolCatalog(tools), IdMap(strict=False), final)
+def context(
+    tools: tuple[str, ...] = ("get_weather",), final: str | None = None, origin: str = "openai-responses"
+) -> ResponsesContext:
+    return ResponsesContext(ToolCatalog(tools), IdMap(strict=False), final, origin=origin)
 
 
 def rs(
@@ -451,13 +453,17 @@ def test_a_streamed_final_result_tool_shows_its_arguments_as_the_answer() -> Non
     assert answer.content == '{"a": 1}' and answer.tool_calls == []
 
 
-def test_plain_reasoning_text_goes_back_only_to_a_compatible_server() -> None:
-    """gpt-oss on vLLM: thinking as ``reasoning_text`` content, no encrypted content. It goes back as it came to a
-    compatible server; OpenAI's own API would answer 404 for an item it cannot find under store: false."""
+VLLM = "openai-responses@vllm.internal:8000"
+
+
+def test_plain_reasoning_text_goes_back_only_to_the_server_that_made_it() -> None:
+    """gpt-oss on vLLM: thinking as ``reasoning_text`` content, no encrypted content. It is logged with the server's
+    origin and goes back as it came to that server only; OpenAI's own API would answer 404 for an item it cannot
+    find under store: false, and another server never made it."""
     item = {"type": "reasoning", "id": "rs_oss", "summary": [], "content": [{"type": "reasoning_text", "text": "Hm."}]}
     call = call_item("call_1")
-    answer = parse_response(json.dumps({"status": "completed", "output": [item, call]}), context())
-    assert answer.reasoning == [Reasoning(text="Hm.", provider="openai-responses", id="rs_oss")]
+    answer = parse_response(json.dumps({"status": "completed", "output": [item, call]}), context(origin=VLLM))
+    assert answer.reasoning == [Reasoning(text="Hm.", provider=VLLM, id="rs_oss")]
     message = AssistantMessage(tool_calls=answer.tool_calls, reasoning=answer.reasoning)
     log = [
         UserMessage(content="q"),
@@ -466,7 +472,42 @@ def test_plain_reasoning_text_goes_back_only_to_a_compatible_server() -> None:
     ]
     request = ModelRequest(messages=log, tools=[ToolSpec(name="get_weather", description="", parameters={})])
     oss = openai_profile("gpt-oss-120b")
-    sent, _ = build_request(request, "gpt-oss-120b", oss, stream=False, compatible=True)
+    sent, _ = build_request(request, "gpt-oss-120b", oss, stream=False, origin=VLLM)
     assert sent["input"][1] == item
-    sent, _ = build_request(request, "gpt-oss-120b", oss, stream=False)
-    assert [i["type"] for i in sent["input"]] == ["message", "function_call", "function_call_output"]
+    for elsewhere in ("openai-responses", "openai-responses@vllm.internal:8001", "openai-responses@other:8000"):
+        sent, _ = build_request(request, "gpt-oss-120b", oss, stream=False, origin=elsewhere)
+        assert [i["type"] for i in sent["input"]] == ["message", "function_call", "function_call_output"]
+
+
+def test_encrypted_reasoning_goes_back_only_to_the_server_that_made_it() -> None:
+    """OpenAI's encrypted reasoning means nothing to vLLM (it answers 400); a proxy's own encrypted reasoning goes
+    back to the proxy, and to nobody else."""
+    call = ToolCall(id="call_1", name="get_weather", arguments={})
+    tools = [ToolSpec(name="get_weather", description="", parameters={})]
+    for made_by in ("openai-responses", "openai-responses@gateway.example:443"):
+        log = [
+            UserMessage(content="q"),
+            AssistantMessage(tool_calls=[call], reasoning=[rs("Plan.", "rs_1", "gAAAAenc", provider=made_by)]),
+            ToolMessage(tool_call_id="call_1", tool_name="get_weather", content="r"),
+        ]
+        request = ModelRequest(messages=log, tools=tools)
+        for origin in ("openai-responses", "openai-responses@gateway.example:443", VLLM):
+            sent, ctx = build_request(request, "o4-mini", O4, stream=False, origin=origin)
+            reasoning = [i for i in sent["input"] if i["type"] == "reasoning"]
+            assert ctx.origin == origin
+            if origin == made_by:
+                assert reasoning == [
+                    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Plan."}],
+                     "encrypted_content": "gAAAAenc"}
+                ]  # fmt: skip
+            else:
+                assert reasoning == [] and "gAAAAenc" not in json.dumps(sent)
+
+
+def test_stream_pieces_carry_the_servers_origin() -> None:
+    reader = ResponsesStream(context(origin=VLLM))
+    delta = reader.feed(
+        "response.reasoning_text.delta",
+        json.dumps({"type": "response.reasoning_text.delta", "output_index": 0, "content_index": 0, "delta": "Hm"}),
+    )
+    assert delta == ReasoningDelta("Hm", part=0, provider=VLLM)

@@ -89,7 +89,8 @@ async def test_a_log_moves_between_providers_and_each_gets_only_its_own_reasonin
         "reasoning", "function_call", "function_call_output",
     ]  # fmt: skip
     rome = conversation.messages[5]
-    assert isinstance(rome, AssistantMessage) and rome.reasoning[0].provider == "openai-responses"
+    assert isinstance(rome, AssistantMessage)
+    assert rome.reasoning[0].provider == f"openai-responses@127.0.0.1:{responses_server.port}"
     encrypted = rome.reasoning[0].redacted
     assert encrypted is not None
 

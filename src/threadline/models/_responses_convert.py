@@ -1,6 +1,6 @@
 """Pure translation between threadline's log and the OpenAI Responses API (no I/O).
 
-- `build_request`: a `ModelRequest` -> the JSON body of ``POST /responses`` and a `WireContext`.
+- `build_request`: a `ModelRequest` -> the JSON body of ``POST /responses`` and a `ResponsesContext`.
 - `parse_response`: a non-streamed ``response`` object -> `ModelResponse`.
 - `ResponsesStream`: the streamed events (``response.output_item.added``/``done``, ``response.output_text.delta``,
   ``response.reasoning_summary_text.delta``, ``response.function_call_arguments.delta``, ``response.completed``,
@@ -20,10 +20,14 @@ The rules followed here, each from OpenAI's documentation or from the API's own 
   be empty) and its ``encrypted_content``. Reasoning without encrypted content is never sent to OpenAI: with
   ``store: false`` an id alone refers to nothing ("Item with id 'rs_…' not found. Items are not persisted when
   `store` is set to false"). A compatible server (vLLM serving gpt-oss) shows raw thinking as ``reasoning_text``
-  content with no encrypted content, and reads it back from there: it gets it back that way. Only pieces whose
-  provider is ``openai-responses`` are replayed, each in its place in the answer (`messages.answer_parts`), and only
-  to a model whose profile reasons (any other answers 400 "Reasoning input items can only be provided to a
-  reasoning or computer use model"); other families' reasoning stays in the log only.
+  content with no encrypted content, and reads it back from there: it gets it back that way.
+- Each piece records the server that produced it (its origin, `Reasoning.provider`): ``openai-responses`` for
+  OpenAI's own API, ``openai-responses@host:port`` for any other base URL. A piece goes back only to the server it
+  came from: OpenAI's encrypted content is refused by vLLM (HTTP 400), and a compatible server's items are unknown
+  to OpenAI (HTTP 404, see above), also when OpenAI's API is reached through a proxy at another base URL. Replayed
+  pieces go each in its place in the answer (`messages.answer_parts`), and only to a model whose profile reasons
+  (any other answers 400 "Reasoning input items can only be provided to a reasoning or computer use model");
+  other families' and other servers' reasoning stays in the log only.
 - Output items of OpenAI's hosted tools (`HOSTED_ITEMS`) ran on the server: the answer around them is kept, they
   are not. Items that wait for the caller's answer, and unknown ones, fail the answer with their type named.
 - A stream may carry more than the API's events: a proxy's ``data: [DONE]``, keepalives. What carries nothing is
@@ -41,7 +45,7 @@ The rules followed here, each from OpenAI's documentation or from the API's own 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -73,10 +77,14 @@ from ._openai_files import RESPONSES_FILES, file_part
 from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
 
-__all__ = ["PROVIDER", "ResponsesStream", "build_request", "parse_response"]
+if TYPE_CHECKING:
+    from .tool_catalog import ToolCatalog
+
+__all__ = ["PROVIDER", "ResponsesContext", "ResponsesStream", "build_request", "parse_response"]
 
 PROVIDER = "openai-responses"
-"""The `Reasoning.provider` of this wire family's reasoning pieces."""
+"""The `Reasoning.provider` of reasoning pieces from OpenAI's own Responses API; another server speaking this API
+is ``openai-responses@host:port`` (see `OpenAIResponsesModel.origin`)."""
 
 _FORMAT_NAME_BAD = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -87,9 +95,26 @@ MESSAGE_SEPARATOR = "\n\n"
 # -- requests -----------------------------------------------------------------------------------------------------
 
 
+class ResponsesContext(WireContext):
+    """A `WireContext` that also knows the server the request goes to.
+
+    Attributes:
+        origin: The `Reasoning.provider` of the pieces this server's answers make (`PROVIDER` for OpenAI's own API,
+            ``openai-responses@host:port`` for another server).
+    """
+
+    __slots__ = ("origin",)
+
+    def __init__(
+        self, catalog: ToolCatalog, ids: IdMap, final_tool: str | None = None, *, origin: str = PROVIDER
+    ) -> None:
+        super().__init__(catalog, ids, final_tool)
+        self.origin = origin
+
+
 def build_request(
-    request: ModelRequest, model: str, profile: ModelProfile, *, stream: bool, compatible: bool = False
-) -> tuple[dict[str, Any], WireContext]:
+    request: ModelRequest, model: str, profile: ModelProfile, *, stream: bool, origin: str = PROVIDER
+) -> tuple[dict[str, Any], ResponsesContext]:
     """The Responses API request body for ``request``.
 
     Args:
@@ -97,8 +122,10 @@ def build_request(
         model: The provider's model id, e.g. ``"o4-mini"``.
         profile: The model family's profile (reasoning, structured output, temperature, system role, summaries).
         stream: Ask for a server-sent-event stream.
-        compatible: The endpoint is another server speaking this API (vLLM, Ollama), not OpenAI's: reasoning
-            that came as plain text goes back to it as ``reasoning_text`` content.
+        origin: The server the request goes to, as in `Reasoning.provider`: `PROVIDER` for OpenAI's own API, else
+            ``openai-responses@host:port`` (vLLM, Ollama, a proxy). Only reasoning pieces that this server produced
+            are sent; to a server other than OpenAI's, reasoning that came as plain text goes back as
+            ``reasoning_text`` content.
 
     Raises:
         UserError: for a file attachment this API cannot be given (see `file_part`).
@@ -117,7 +144,7 @@ def build_request(
     capabilities = profile.capabilities
     # Only reasoning models take reasoning items: any other answers 400 "Reasoning input items can only be provided
     # to a reasoning or computer use model" (a log begun on o4-mini, continued on gpt-4.1). The log keeps them.
-    replay = _Replay(items, wire_name, wire_id, capabilities.reasoning, compatible)
+    replay = _Replay(items, wire_name, wire_id, capabilities.reasoning, origin)
     for message in request.messages:
         if isinstance(message, SystemMessage):
             if leading:
@@ -151,7 +178,7 @@ def build_request(
         }
         for spec in request.tools
     ]
-    context = WireContext(catalog, ids)
+    context = ResponsesContext(catalog, ids, origin=origin)
     choice = request.tool_choice
     response_format = request.response_format
     if response_format is not None and capabilities.structured_output:
@@ -222,21 +249,20 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
 class _Replay:
     """Adds an answer's parts to the input items, in the order the model produced them.
 
-    Consecutive reasoning pieces with one id become one ``reasoning`` item. A reasoning item that nothing of its
-    answer follows is left out: it preceded no call or text it could be paired with, and the API refuses a reasoning
-    item "provided without its required following item".
+    Only reasoning pieces of the server the request goes to (``origin``) are sent. Consecutive reasoning pieces with
+    one id become one ``reasoning`` item. A reasoning item that nothing of its answer follows is left out: it
+    preceded no call or text it could be paired with, and the API refuses a reasoning item "provided without its
+    required following item".
     """
 
-    __slots__ = ("_compatible", "_items", "_reasoning", "_wire_id", "_wire_name")
+    __slots__ = ("_items", "_origin", "_reasoning", "_wire_id", "_wire_name")
 
-    def __init__(
-        self, items: list[dict[str, Any]], wire_name: Any, wire_id: Any, reasoning: bool, compatible: bool
-    ) -> None:
+    def __init__(self, items: list[dict[str, Any]], wire_name: Any, wire_id: Any, reasoning: bool, origin: str) -> None:
         self._items = items
         self._wire_name = wire_name
         self._wire_id = wire_id
         self._reasoning = reasoning
-        self._compatible = compatible
+        self._origin = origin
 
     def assistant(self, message: AssistantMessage) -> None:
         items = self._items
@@ -244,8 +270,10 @@ class _Replay:
         pending: list[dict[str, Any]] = []  # reasoning items waiting for the part that follows them
         for part in answer_parts(message):
             if isinstance(part, Reasoning):
-                if not self._reasoning or part.provider != PROVIDER or part.id is None:
-                    continue  # another family's reasoning (or one without an item id) is never sent
+                if not self._reasoning or part.provider != self._origin or part.id is None:
+                    # Another family's or another server's reasoning (or one without an item id) is never sent:
+                    # OpenAI's encrypted content means nothing to vLLM (400), vLLM's items nothing to OpenAI (404).
+                    continue
                 if group and group[0].id != part.id:
                     self._close(group, pending)
                     group = []
@@ -271,8 +299,8 @@ class _Replay:
                 )
 
     def _close(self, group: list[Reasoning], pending: list[dict[str, Any]]) -> None:
-        """One reasoning item from the pieces of one id: with its encrypted content, or as plain text to a
-        compatible server."""
+        """One reasoning item from the pieces of one id: with its encrypted content, or as plain text to a server
+        other than OpenAI's."""
         encrypted = next((piece.redacted for piece in group if piece.redacted), None)
         ident = group[0].id
         if encrypted is not None:
@@ -281,7 +309,7 @@ class _Replay:
             else:
                 summary = [{"type": "summary_text", "text": piece.text} for piece in group]
             pending.append({"type": "reasoning", "id": ident, "summary": summary, "encrypted_content": encrypted})
-        elif self._compatible and any(piece.text for piece in group):
+        elif self._origin != PROVIDER and any(piece.text for piece in group):
             # gpt-oss and other open models behind vLLM show their thinking as ``reasoning_text`` content, with no
             # encrypted content; vLLM reads it back from there (exactly one content part per item). OpenAI's own
             # API never gets it: under store: false an item without encrypted content refers to nothing.
@@ -426,7 +454,7 @@ def _usage(usage: _Usage | None) -> Usage | None:
     )
 
 
-def _answer(response: _Response, items: list[_Item], context: WireContext, streamed: str | None) -> ModelResponse:
+def _answer(response: _Response, items: list[_Item], context: ResponsesContext, streamed: str | None) -> ModelResponse:
     """The answer of a finished response, from its output items in order (``streamed``: the text already shown).
 
     Raises:
@@ -444,6 +472,7 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
     count = 0  # the answer's parts so far (reasoning pieces, its text, its calls), for `Reasoning.position`
     real = context.catalog.real
     response_id = context.ids.response_id
+    origin = context.origin  # the server that answered: its pieces go back to it alone
     for item in items:
         kind = item.type
         if kind == "reasoning":
@@ -457,7 +486,7 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
                     Reasoning(
                         text=text,
                         redacted=item.encrypted_content if number == 0 else None,
-                        provider=PROVIDER,
+                        provider=origin,
                         id=item.id,
                         position=count if count > len(reasoning) else None,
                     )
@@ -527,7 +556,7 @@ def _answer(response: _Response, items: list[_Item], context: WireContext, strea
     )
 
 
-def parse_response(data: bytes | str, context: WireContext) -> ModelResponse:
+def parse_response(data: bytes | str, context: ResponsesContext) -> ModelResponse:
     """A non-streamed ``response`` object as a `ModelResponse` (real tool names, unique ids, reasoning pieces).
 
     Raises:
@@ -552,10 +581,11 @@ class ResponsesStream(StreamReader):
     The final-result tool's argument fragments are shown as text, since they are the answer.
     """
 
-    __slots__ = ("_done_items", "_names", "_part_numbers", "_response", "_text_item")
+    __slots__ = ("_done_items", "_names", "_part_numbers", "_response", "_text_item", "_wire")
 
-    def __init__(self, context: WireContext) -> None:
+    def __init__(self, context: ResponsesContext) -> None:
         super().__init__(context)
+        self._wire = context  # the base class keeps it as a plain `WireContext`
         self._done_items: dict[int, _Item] = {}
         self._names: dict[int, str] = {}  # function-call names by output index, from output_item.added
         # (output index, summary index, or -1 - content index for raw reasoning text) -> reasoning part
@@ -602,7 +632,7 @@ class ResponsesStream(StreamReader):
             part = numbers.get(key)
             if part is None:
                 part = numbers[key] = len(numbers)
-            return ReasoningDelta(item.delta, part=part, provider=PROVIDER)
+            return ReasoningDelta(item.delta, part=part, provider=self._wire.origin)
         if kind == "response.function_call_arguments.delta":
             final = self._context.final_tool
             if final is not None and item.delta and self._names.get(item.output_index) == final:
@@ -639,4 +669,4 @@ class ResponsesStream(StreamReader):
         done = self._done_items
         items = [done[index] for index in sorted(done)] if done else response.output or []
         # The text shown is the answer; it is only absent when no text delta came at all.
-        return _answer(response, items, self._context, "".join(self._parts) or None)
+        return _answer(response, items, self._wire, "".join(self._parts) or None)

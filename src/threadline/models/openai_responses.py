@@ -3,7 +3,7 @@
 Configured like ``openai:`` by ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``),
 or per model in code. Every request is sent with ``store: false`` and, for reasoning models, asks for the encrypted
 reasoning items that let a tool loop continue without any state on OpenAI's side; they are kept in the log and sent
-back in place (see `_responses_convert`).
+back in place (see `_responses_convert`), to the server that produced them only (`OpenAIResponsesModel.origin`).
 
 Reasoning settings ask for a summary of the thinking (``reasoning.summary``), which OpenAI refuses to organizations
 that are not verified. ``reasoning_summary=None`` turns it off for one model object, and
@@ -20,11 +20,12 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from ..errors import ModelError, UserError
 from ..messages import UserMessage
 from ._http_model import HTTPModel
-from ._responses_convert import ResponsesStream, build_request, parse_response
+from ._responses_convert import PROVIDER, ResponsesStream, build_request, parse_response
 from .profiles import openai_profile
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from .base import ModelCapabilities, ModelEvent, ModelRequest
     from .profiles import ModelProfile
 
-__all__ = ["DEFAULT_BASE_URL", "SUMMARY_ENV", "OpenAIResponsesModel"]
+__all__ = ["DEFAULT_BASE_URL", "SUMMARY_ENV", "OpenAIResponsesModel", "origin_of"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 SUMMARY_ENV = "THREADLINE_OPENAI_REASONING_SUMMARY"
@@ -47,6 +48,42 @@ _SUMMARIES: dict[str, Literal["auto", "concise", "detailed"] | None] = {
 }
 _UNSET: Any = object()
 _SUMMARY_REFUSED = "to generate reasoning summaries"  # in OpenAI's 400 to organizations that are not verified
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
+def _where(base_url: str) -> tuple[str, str, int | None, str]:
+    """Scheme and host lower-cased, the port given (None: none, or not a number) and the path without a trailing
+    slash."""
+    parts = urlsplit(base_url.strip())
+    try:
+        port = parts.port
+    except ValueError:  # no request reaches such a URL anyway
+        port = None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port, parts.path.rstrip("/")
+
+
+def _same_server(scheme: str, host: str, port: int | None, path: str) -> tuple[str, str, int | None, str]:
+    return scheme, host, port or _DEFAULT_PORTS.get(scheme), path
+
+
+_OPENAI = _same_server(*_where(DEFAULT_BASE_URL))
+
+
+def origin_of(base_url: str) -> str:
+    """The `Reasoning.provider` of reasoning pieces from the Responses API at ``base_url``.
+
+    ``"openai-responses"`` for OpenAI's own API (the default base URL, whatever the case of its scheme and host and
+    with or without a trailing slash), else ``"openai-responses@host"``, or ``"openai-responses@host:port"`` when the
+    URL gives a port (the host lower-cased). Nothing else of the URL is kept: user info, path and query may carry
+    credentials, and the origin is written to the log.
+    """
+    scheme, host, port, path = _where(base_url)
+    if _same_server(scheme, host, port, path) == _OPENAI:
+        return PROVIDER
+    host = host or "unknown"
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 address, bracketed as in a URL
+    return f"{PROVIDER}@{host}" if port is None else f"{PROVIDER}@{host}:{port}"
 
 
 class OpenAIResponsesModel(HTTPModel):
@@ -69,6 +106,13 @@ class OpenAIResponsesModel(HTTPModel):
             default), ``"concise"``, ``"detailed"``, or None for none (OpenAI refuses summaries to organizations
             that are not verified). Default: ``THREADLINE_OPENAI_REASONING_SUMMARY`` when set (``none`` for
             none), read at each request, else the profile's.
+
+    Attributes:
+        origin: The server this model's reasoning comes from and goes back to, as in `Reasoning.provider`
+            (see `origin_of`): ``"openai-responses"`` for OpenAI's own API, else ``"openai-responses@host:port"``.
+            Reasoning pieces go back only to a model of the same origin: OpenAI's encrypted reasoning means nothing
+            to another server (vLLM answers 400), and another server's reasoning items are unknown to OpenAI's API,
+            also behind a proxy (404 "Item with id 'rs_…' not found" under ``store: false``).
     """
 
     _class_name = "OpenAIResponsesModel"
@@ -110,6 +154,7 @@ class OpenAIResponsesModel(HTTPModel):
             retry_base_delay=retry_base_delay,
             retry_time_limit=retry_time_limit,
         )
+        self.origin = origin_of(self.base_url)
         self._summary_set = reasoning_summary is not _UNSET
         if self._summary_set:
             self.profile = replace(self.profile, reasoning_summary=reasoning_summary)
@@ -141,9 +186,8 @@ class OpenAIResponsesModel(HTTPModel):
             self._profile_now()  # an unknown value in the environment is refused before anything is sent
 
     def _translate(self, request: ModelRequest, stream: bool) -> Translation:
-        compatible = self.base_url != DEFAULT_BASE_URL
         profile = self._profile_now() if request.settings.reasoning is not None else self.profile
-        body, context = build_request(request, self.model_id, profile, stream=stream, compatible=compatible)
+        body, context = build_request(request, self.model_id, profile, stream=stream, origin=self.origin)
         return body, lambda data: parse_response(data, context), lambda: ResponsesStream(context)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
