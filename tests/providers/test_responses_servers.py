@@ -227,6 +227,9 @@ def test_the_default_base_url_in_any_case_is_openais_own_api(base_url: str, monk
         ("https://res.openai.azure.com:8443/openai/v1", "openai-responses@res.openai.azure.com:8443"),
         ("http://[::1]:8000/v1", "openai-responses@[::1]:8000"),
         ("https://api.openai.com/v2", "openai-responses@api.openai.com"),  # not the default URL
+        ("https://gw.example.com:443/v1", "openai-responses@gw.example.com"),  # the scheme's default port
+        ("http://gw.example.com:80/v1", "openai-responses@gw.example.com"),
+        ("http://gw.example.com:443/v1", "openai-responses@gw.example.com:443"),
     ],
 )
 def test_another_server_is_named_by_its_host_and_port_only(base_url: str, expected: str) -> None:

@@ -74,12 +74,14 @@ def origin_of(base_url: str) -> str:
 
     ``"openai-responses"`` for OpenAI's own API (the default base URL, whatever the case of its scheme and host and
     with or without a trailing slash), else ``"openai-responses@host"``, or ``"openai-responses@host:port"`` when the
-    URL gives a port (the host lower-cased). Nothing else of the URL is kept: user info, path and query may carry
-    credentials, and the origin is written to the log.
+    URL gives a port other than its scheme's default (the host lower-cased). Nothing else of the URL is kept: user
+    info, path and query may carry credentials, and the origin is written to the log.
     """
     scheme, host, port, path = _where(base_url)
     if _same_server(scheme, host, port, path) == _OPENAI:
         return PROVIDER
+    if port == _DEFAULT_PORTS.get(scheme):
+        port = None  # https://gw.example.com and https://gw.example.com:443 are one server
     host = host or "unknown"
     if ":" in host:
         host = f"[{host}]"  # an IPv6 address, bracketed as in a URL
