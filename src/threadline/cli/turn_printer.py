@@ -5,6 +5,7 @@ with their control characters escaped (`threadline.cli._terminal`)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -36,12 +37,19 @@ class TurnPrinter:
     """Shows one turn while it runs: answer text streamed through ``write``, each tool call with its result in one
     box on ``events`` (printed once every result of that assistant message is in), failures as a red line.
 
+    The thinking never changes what goes through ``write``, which gets the answer alone, the same with or without
+    ``thinking``: the line breaks that set the thinking apart go to ``thinking``. When both reach one screen, a
+    thinking that follows answer text on its line starts on the next line, and the newlines the answer goes on with
+    end the thinking's line (no blank lines are stacked around it).
+
     Args:
         write: Where answer text goes, piece by piece (it should flush).
         events: The console for tool boxes and failures.
         label: Printed before each streamed answer (e.g. ``"assistant › "``).
         thinking: Where the model's thinking is shown as it streams, dimmed (``--show-reasoning``); None: not
             shown. Off a terminal, or with ``NO_COLOR`` set, it is plain text.
+        same_screen: Whether stdout and ``thinking`` end up on one terminal or in one file (``2>&1``), so their
+            lines interleave; None: found out from their file descriptors. Only the layout depends on it.
     """
 
     def __init__(
@@ -51,13 +59,19 @@ class TurnPrinter:
         *,
         label: str = "",
         thinking: Console | None = None,
+        same_screen: bool | None = None,
     ) -> None:
         self.write = write
         self.events = events
         self.label = label
         self.thinking = thinking
+        self.same_screen = _same_file(thinking) if same_screen is None else same_screen
         self._in_thinking = False
+        self._thinking_shown = False  # something of the current stretch of thinking is shown
+        self._thinking_newlines = ""  # the newlines the thinking shown so far ends with, held back
+        self._thinking_open = False  # a stretch of thinking is over and its line not ended yet
         self._in_text = False
+        self._line_open = False  # what went through `write` does not end with a newline
         self._streamed = False
         self._pending: list[ToolCall] = []
         self._results: dict[str, ToolMessage] = {}
@@ -70,9 +84,26 @@ class TurnPrinter:
         if self.thinking is None:
             return
         if not self._in_thinking:
-            self._end_text()  # thinking in a later round of the turn starts on its own line
+            self._close_thinking(0)
             self._in_thinking = True
-        self._print_thinking(self._thinking_stream.feed(piece))
+            self._thinking_shown = False
+            self._thinking_newlines = ""
+        self._show_thinking(self._thinking_stream.feed(piece))
+
+    def _show_thinking(self, text: str) -> None:
+        # The newlines around a stretch of thinking (the "\n\n" between two thinking blocks, one after a tool box)
+        # are not shown: the stretch gets one line break before and after it, here.
+        text = self._thinking_newlines + text
+        body = text.rstrip("\n")
+        self._thinking_newlines = text[len(body) :]
+        if not self._thinking_shown:
+            body = body.lstrip("\n")
+            if not body:
+                return
+            if self._line_open and self.same_screen:
+                self._print_thinking("\n")  # after answer text, on the line's end: on a line of its own
+            self._thinking_shown = True
+        self._print_thinking(body)
 
     def _print_thinking(self, text: str) -> None:
         if not text or self.thinking is None:
@@ -89,12 +120,17 @@ class TurnPrinter:
         self._end_thinking()
         if not self._in_text:
             self._in_text = True
-            if self.label:
-                self.write(self.label)
+            self._write(self.label)
         self._streamed = True
-        shown = self._text_stream.feed(piece)
-        if shown:
-            self.write(shown)
+        self._write(self._text_stream.feed(piece))
+
+    def _write(self, text: str) -> None:
+        """Write answer text; on one screen, the newlines it starts with end the line of the thinking before it."""
+        if not text:
+            return
+        self._close_thinking(len(text) - len(text.lstrip("\n")))
+        self.write(text)
+        self._line_open = not text.endswith("\n")
 
     def on_message(self, message: Message) -> None:
         """A message the turn recorded."""
@@ -107,6 +143,7 @@ class TurnPrinter:
             if message.error is not None:
                 from rich.text import Text
 
+                self._close_thinking(0)
                 line = Text("failed:", style="bold red")
                 line.append(visible(f" {message.error.type}: {message.error.message}"))
                 self.events.print(line)
@@ -123,19 +160,35 @@ class TurnPrinter:
         self._end_thinking()
         self._end_text()
         self._flush_tools()
+        self._close_thinking(0)
 
     def _end_thinking(self) -> None:
-        if self._in_thinking and self.thinking is not None:
-            self._print_thinking(self._thinking_stream.flush())
+        """A stretch of thinking is over: its line is ended now, or on one screen by what comes after it."""
+        if not self._in_thinking or self.thinking is None:
+            return
+        self._in_thinking = False
+        self._show_thinking(self._thinking_stream.flush())
+        if self._thinking_shown:
+            self._thinking_open = True
+            if not self.same_screen:
+                self._close_thinking(0)
+
+    def _close_thinking(self, newlines: int) -> None:
+        """End the line of the thinking shown last, if it is open; ``newlines``: how many newlines the answer text
+        about to be written starts with (on one screen, they end that line)."""
+        if not self._thinking_open or self.thinking is None:
+            return
+        self._thinking_open = False
+        if newlines < 1:
             self.thinking.print(soft_wrap=True)
-            self._in_thinking = False
 
     def _end_text(self) -> None:
         if self._in_text:
-            self.write(self._text_stream.flush() + "\n")
+            self._write(self._text_stream.flush() + "\n")
             self._in_text = False
 
     def _flush_tools(self) -> None:
+        self._close_thinking(0)
         if not self._pending:
             return
         from ._render import tool_group
@@ -144,6 +197,16 @@ class TurnPrinter:
             self.events.print(tool_group(call, self._results.get(call.id)))
         self._pending = []
         self._results = {}
+
+
+def _same_file(console: Console | None) -> bool:
+    """Whether stdout and ``console`` write to one terminal or file (``2>&1``), so that their lines interleave."""
+    if console is None:
+        return False
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.fstat(console.file.fileno()))
+    except (AttributeError, OSError, ValueError):  # no file descriptor (io.StringIO, a closed stream)
+        return False
 
 
 class TurnInterrupted(KeyboardInterrupt):

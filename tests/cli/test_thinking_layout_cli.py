@@ -1,0 +1,108 @@
+"""Where ``--show-reasoning`` puts the model's thinking as it streams: on stderr only, so stdout is the same answer
+with or without the flag, and, when stdout and stderr reach one screen or file (``2>&1``), on lines of its own with
+no blank lines stacked around it.
+
+The model is the fake Anthropic (thinking) server on 127.0.0.1, through ``ANTHROPIC_BASE_URL``, thinking between the
+text blocks and tool calls of one answer (interleaved thinking); the commands run in a subprocess, as a user runs
+them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.providers.servers import ToolUse
+from tests.providers.servers.anthropic_thinking import FakeAnthropicThinking, Think, Thought
+
+CLAUDE = "anthropic:claude-opus-4-8"
+
+
+@pytest.fixture
+def anthropic() -> Iterator[FakeAnthropicThinking]:
+    with FakeAnthropicThinking() as fake:
+        yield fake
+
+
+@pytest.fixture
+def weather(tmp_path: Path) -> str:
+    path = tmp_path / "weather.py"
+    path.write_text(
+        'def get_weather(city: str) -> str:\n    """Weather for a city."""\n    return f"22 C in {city}"\n',
+        encoding="utf-8",
+    )
+    return f"{path}:get_weather"
+
+
+def interleaved(server: FakeAnthropicThinking) -> None:
+    server.add(
+        Thought(
+            blocks=(
+                Think("plan"),
+                "Checking Paris.",
+                ToolUse("get_weather", '{"city": "Paris"}'),
+                Think("now Rome"),
+                "Now Rome.",
+                ToolUse("get_weather", '{"city": "Rome"}'),
+            )
+        ),
+        Thought(blocks=(Think("done"), "Both 22 C.")),
+    )
+
+
+def threadline(
+    *args: str, server: FakeAnthropicThinking, merged: bool = False, **env: str
+) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **os.environ,
+        "ANTHROPIC_BASE_URL": server.base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-thinking-layout",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONIOENCODING": "utf-8",
+        "COLUMNS": "100",
+        **env,
+    }
+    for name in ("NO_COLOR", "FORCE_COLOR", "TERM"):
+        if name not in env:
+            environment.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "threadline", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def prompt(server: FakeAnthropicThinking, weather: str, *flags: str, merged: bool = False, **env: str) -> str:
+    interleaved(server)
+    done = threadline(
+        "prompt", "--no-log", "-m", CLAUDE, "--reasoning", "high", "-T", weather, *flags, "Paris and Rome?",
+        server=server, merged=merged, **env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_stdout_is_the_same_answer_with_or_without_show_reasoning(
+    anthropic: FakeAnthropicThinking, weather: str
+) -> None:
+    answer = "Checking Paris.\n\nNow Rome.\nBoth 22 C.\n"  # the two text blocks of one answer, then the next answer
+    assert prompt(anthropic, weather) == answer
+    assert prompt(anthropic, weather, "--show-reasoning") == answer
+
+
+def test_on_one_screen_the_thinking_has_lines_of_its_own_and_no_blank_lines_stacked_around_it(
+    anthropic: FakeAnthropicThinking, weather: str
+) -> None:
+    shown = prompt(anthropic, weather, "--show-reasoning", merged=True)
+    assert shown.startswith("plan\nChecking Paris.\nnow Rome\n\nNow Rome.\n╭")
+    assert shown.endswith("╯\ndone\nBoth 22 C.\n")  # after the tool boxes: no "\n\n" before the next thinking
+    assert "\n\n\n" not in shown
