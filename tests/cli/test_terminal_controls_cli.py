@@ -174,3 +174,31 @@ def test_an_imported_log_is_escaped_by_logs_list_show_and_json_and_by_export(
     assert json.loads(as_json.stdout)["messages"][2]["content"] == f"answer {EVIL} {UNICODE}"
     assert json.loads(exported.stdout)["messages"][1]["content"] == f"title {EVIL}"
     assert json.loads(listed_json.stdout)[0]["title"].startswith(f"title {RED}")
+
+
+# Bidi overrides, embeddings, isolates and marks make the rest of a line read reversed ("Trojan Source"); line and
+# paragraph separators and the zero-width no-break space break or hide it. Each is shown as its escape.
+BIDI = "a\u202eevil\u202c b\u2066x\u2069 \u200e\u200f\u061c c\u2028d\u2029e\ufefff \u202a\u202b\u202d\u2067\u2068"
+BIDI_SHOWN = (
+    "a\\u202eevil\\u202c b\\u2066x\\u2069 \\u200e\\u200f\\u061c c\\u2028d\\u2029e\\ufefff "
+    "\\u202a\\u202b\\u202d\\u2067\\u2068"
+)
+BIDI_RAW = tuple(dict.fromkeys(c for c in BIDI if not c.isascii()))
+
+
+def test_bidi_and_invisible_format_characters_are_escaped_live_in_logs_show_and_in_json(
+    server: FakeCompatible, store_url: str
+) -> None:
+    server.add(Thinking(f"answer {BIDI} 日本語 👩‍💻", reasoning=f"thought {BIDI}"))
+    done = threadline("prompt", "-m", MODEL, "--show-reasoning", "hi", server=server, store_url=store_url)
+    shown = threadline("logs", "show", only_conversation(store_url), "--show-reasoning", server=server,
+                       store_url=store_url)  # fmt: skip
+    as_json = threadline("logs", "show", only_conversation(store_url), "--json", server=server, store_url=store_url)
+    for output in (done, shown, as_json):
+        assert output.returncode == 0, output.stderr
+        for character in BIDI_RAW:
+            assert character not in output.stdout + output.stderr, f"raw {character!r}"
+    assert done.stdout == f"answer {BIDI_SHOWN} 日本語 👩‍💻\n"  # the zero-width joiner of an emoji is kept
+    assert f"thought {BIDI_SHOWN}" in done.stderr
+    assert f"answer {BIDI_SHOWN}" in shown.stdout and f"thought {BIDI_SHOWN}" in shown.stdout
+    assert json.loads(as_json.stdout)["messages"][1]["content"] == f"answer {BIDI} 日本語 👩‍💻"  # the same JSON value
