@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_INTERRUPTED",
+    "THINKING_LABEL",
     "TurnInterrupted",
     "TurnPrinter",
     "interrupted",
@@ -29,6 +30,9 @@ __all__ = [
     "stderr_console",
     "stdout_writer",
 ]
+
+THINKING_LABEL = "thinking › "
+"""What marks a stretch of the model's thinking where it cannot be dimmed (off a terminal, ``NO_COLOR``)."""
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a program stopped by Ctrl-C
 
@@ -47,7 +51,8 @@ class TurnPrinter:
         events: The console for tool boxes and failures.
         label: Printed before each streamed answer (e.g. ``"assistant › "``).
         thinking: Where the model's thinking is shown as it streams, dimmed (``--show-reasoning``); None: not
-            shown. Off a terminal, or with ``NO_COLOR`` set, it is plain text.
+            shown. Off a terminal, or with ``NO_COLOR`` set, where it cannot be dimmed, each stretch of it is
+            plain text marked ``thinking › ``, with a blank line after it.
         same_screen: Whether stdout and ``thinking`` end up on one terminal or in one file (``2>&1``), so their
             lines interleave; None: found out from their file descriptors. Only the layout depends on it.
     """
@@ -66,6 +71,7 @@ class TurnPrinter:
         self.label = label
         self.thinking = thinking
         self.same_screen = _same_file(thinking) if same_screen is None else same_screen
+        self._plain = thinking is not None and not _can_dim(thinking)
         self._in_thinking = False
         self._thinking_shown = False  # something of the current stretch of thinking is shown
         self._thinking_newlines = ""  # the newlines the thinking shown so far ends with, held back
@@ -102,6 +108,8 @@ class TurnPrinter:
                 return
             if self._line_open and self.same_screen:
                 self._print_thinking("\n")  # after answer text, on the line's end: on a line of its own
+            if self._plain:
+                self._print_thinking(THINKING_LABEL)  # not dimmed: nothing else tells it from the answer
             self._thinking_shown = True
         self._print_thinking(body)
 
@@ -174,12 +182,13 @@ class TurnPrinter:
                 self._close_thinking(0)
 
     def _close_thinking(self, newlines: int) -> None:
-        """End the line of the thinking shown last, if it is open; ``newlines``: how many newlines the answer text
-        about to be written starts with (on one screen, they end that line)."""
+        """End the line of the thinking shown last, if it is open, and when it is plain text leave a blank line after
+        it; ``newlines``: how many newlines the answer text about to be written starts with (on one screen, they
+        make that break)."""
         if not self._thinking_open or self.thinking is None:
             return
         self._thinking_open = False
-        if newlines < 1:
+        for _ in range((2 if self._plain else 1) - newlines):
             self.thinking.print(soft_wrap=True)
 
     def _end_text(self) -> None:
@@ -197,6 +206,13 @@ class TurnPrinter:
             self.events.print(tool_group(call, self._results.get(call.id)))
         self._pending = []
         self._results = {}
+
+
+def _can_dim(console: Console) -> bool:
+    """Whether the thinking shows dimmed on ``console``: a terminal (or ``FORCE_COLOR``), without ``NO_COLOR``."""
+    from ._render import thinking_style
+
+    return bool(thinking_style()) and console.color_system is not None
 
 
 def _same_file(console: Console | None) -> bool:
