@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from tests.store._backends import run_cli, store, store_url  # noqa: F401 - fixtures
-from threadline import AssistantMessage, LLMError, MessageList, ModelError, ToolCall, UserMessage, llm
+from threadline import AssistantMessage, LLMError, MessageList, ModelError, Reasoning, ToolCall, UserMessage, llm, user
 from threadline.store import Store, open_store
 from threadline.testing import ScriptedModel
 
@@ -184,3 +184,27 @@ def test_dates_before_the_year_1000_show_four_digit_years(store_url: str, store:
     shown = run_cli("logs", "show", "ancient", "--store", store_url, env=env)
     assert shown.returncode == 0, shown.stderr
     assert "updated 0005-03-09 14:30" in shown.stdout
+
+
+def test_failed_model_call_that_kept_thinking_says_the_thinking_is_there(store_url: str, store: Store) -> None:
+    info = store.create_conversation("A failure mid-thought")
+    cut = LLMError(type="connection", message="the connection broke")
+    store.append(
+        info.id,
+        [
+            user("Cut me"),
+            AssistantMessage(
+                content="", error=cut, reasoning=[Reasoning(text="partial thinking", provider="anthropic")]
+            ),
+        ],
+    )
+    shown = run_cli("logs", "show", info.id, "--show-reasoning", "--store", store_url)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert out.index("thinking · anthropic: partial thinking") < out.index("failed: connection: the connection broke")
+    assert "(no partial answer; its thinking is above)" in out and "no partial output" not in out
+
+    hidden = run_cli("logs", "show", info.id, "--store", store_url)
+    assert hidden.returncode == 0, hidden.stderr
+    assert "partial thinking" not in hidden.stdout
+    assert "(no partial answer; its thinking is kept: --show-reasoning shows it)" in hidden.stdout

@@ -106,17 +106,18 @@ def render_message(
             title_align="left",
             border_style=style,
         )
+    ordered = answer_parts(message) if show_reasoning and message.reasoning else None
     answer: list[Any] = []
     if message.content:
         answer.append(Text(visible(message.content)))
     if message.error is not None:
         answer.append(Text(visible(f"failed: {message.error.type}: {message.error.message}"), style="bold red"))
         if not message.content:
-            answer.append(Text("(no partial output)", style="dim"))
+            answer.append(Text(_nothing_partial(message, ordered), style="dim"))
     parts: list[Any] = []
-    if show_reasoning and message.reasoning:
+    if ordered is not None:
         # In the order the model produced them: its thinking, its text (and failure), its tool calls.
-        for part in answer_parts(message):
+        for part in ordered:
             if isinstance(part, Reasoning):
                 parts.append(thinking_text(part))
             elif isinstance(part, ToolCall):
@@ -133,6 +134,18 @@ def render_message(
     return Panel(
         Group(*parts) if parts else Text("(empty)", style="dim"), title=title, title_align="left", border_style=border
     )
+
+
+def _nothing_partial(message: AssistantMessage, ordered: list[Any] | None) -> str:
+    """What a failed call that left no answer text says it kept: its thinking (shown above the failure, or kept in
+    the log when not shown), its tool calls, or nothing."""
+    if message.reasoning:
+        if ordered is None:
+            return "(no partial answer; its thinking is kept: --show-reasoning shows it)"
+        text_at = next((index for index, part in enumerate(ordered) if isinstance(part, str)), len(ordered))
+        if any(isinstance(part, Reasoning) for part in ordered[:text_at]):
+            return "(no partial answer; its thinking is above)"
+    return "(no partial answer)" if message.reasoning or message.tool_calls else "(no partial output)"
 
 
 def render_log(console: Console, messages: Iterable[Message], *, show_reasoning: bool = False) -> None:
