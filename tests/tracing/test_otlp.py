@@ -5,10 +5,12 @@ they exit, after an answer, an error or Ctrl-C; a missing SDK is one clear line.
 
 from __future__ import annotations
 
+import http.server
 import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -243,3 +245,35 @@ def test_a_receiver_that_is_down_is_one_line_at_the_end_and_the_answer_stands(
     assert done.stdout.strip() == "Hello!"
     lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("conversation ")]
     assert lines == [f"threadline: 2 spans could not be sent to {url} (is the receiver running?)"]
+
+
+def test_a_receiver_that_refuses_the_spans_is_named_with_its_http_status(server: FakeOpenAI, workdir: Path) -> None:
+    """Before: "(is the receiver running?)" also when it was running and answered 400 (not an OTLP/HTTP endpoint)."""
+
+    class Refuses(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(400)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    refusing = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuses)
+    threading.Thread(target=refusing.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{refusing.server_port}/v1/traces"
+    server.add(Answer("Hello!"))
+    try:
+        done = threadline(
+            "prompt", "-m", "openai:gpt-4o-mini", "--otlp", url, "Hello", cwd=workdir, env=environment(server)
+        )
+    finally:
+        refusing.shutdown()
+        refusing.server_close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Hello!"
+    lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("conversation ")]
+    assert lines == [
+        f"threadline: 2 spans could not be sent to {url} (it answered HTTP 400: is this an OTLP/HTTP traces endpoint?)"
+    ]

@@ -56,9 +56,15 @@ def otlp_option(fn: F) -> F:
                 exporter_log.disabled = was_disabled
             if export.unsent:
                 where = export.url or "the default OTLP endpoint"
+                status = export.refused_status
+                why = (
+                    "(is the receiver running?)"
+                    if status is None
+                    else f"(it answered HTTP {status}: is this an OTLP/HTTP traces endpoint?)"
+                )
                 click.echo(
                     f"threadline: {export.unsent} span{'s' if export.unsent != 1 else ''} could not be sent to {where} "
-                    "(is the receiver running?)",
+                    + why,
                     err=True,
                 )
 

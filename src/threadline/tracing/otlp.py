@@ -53,6 +53,12 @@ class OTLPExport:
         """How many spans could not be sent so far (each export is retried until the timeout first)."""
         return int(self._tally.unsent) if self._tally is not None else 0
 
+    @property
+    def refused_status(self) -> int | None:
+        """The HTTP status with which the endpoint last refused spans (400 from a server that is not an OTLP/HTTP
+        traces endpoint, say), or None when nothing was refused that way (sent, or no answer at all)."""
+        return self._tally.refused_status if self._tally is not None else None
+
     def close(self) -> None:
         """Stop tracing, send the spans not sent yet (waiting at most the flush timeout), and shut down."""
         if self._closed:
@@ -95,6 +101,7 @@ def export_otlp(
     """
     url = traces_url(endpoint)
     try:
+        import requests
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
@@ -103,16 +110,21 @@ def export_otlp(
         raise UserError(MISSING_SDK) from None
 
     class Tally(SpanExporter):
-        """The OTLP exporter, counting the spans it could not send."""
+        """The OTLP exporter, counting the spans it could not send, and the HTTP status of the last refusal."""
 
         def __init__(self, inner: Any) -> None:
             self.inner = inner
             self.unsent = 0
+            self.refused_status: int | None = None
+            self.last_status: int | None = None  # of this export's last answer (set by the session's hook)
 
         def export(self, spans: Any) -> Any:
+            self.last_status = None
             result = self.inner.export(spans)
             if result is not SpanExportResult.SUCCESS:
                 self.unsent += len(spans)
+                if self.last_status is not None and self.last_status >= 400:
+                    self.refused_status = self.last_status
             return result
 
         def shutdown(self) -> None:
@@ -123,7 +135,11 @@ def export_otlp(
 
     attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": service_name}
     provider = TracerProvider(resource=Resource.create(attributes))
-    tally = Tally(OTLPSpanExporter(endpoint=url, timeout=timeout))
+    session = requests.Session()  # the exporter's own; its hook tells a refusal (HTTP 400) from no answer at all
+    tally = Tally(OTLPSpanExporter(endpoint=url, timeout=timeout, session=session))
+    session.hooks["response"].append(
+        lambda response, *args, **kwargs: setattr(tally, "last_status", response.status_code)
+    )
     provider.add_span_processor(BatchSpanProcessor(tally))
     instrument(tracer_provider=provider, include_content=include_content)
     return OTLPExport(provider, timeout, url or _environment_url(), tally)
