@@ -74,6 +74,7 @@ from ._anthropic_thinking import (
 )
 from ._convert_common import (
     FINAL_TOOL_DESCRIPTION,
+    PARAGRAPH_BREAK,
     IdMap,
     StreamReader,
     WireContext,
@@ -91,10 +92,6 @@ __all__ = ["DEFAULT_MAX_TOKENS", "FIRST_TURN", "MessageStream", "build_request",
 
 DEFAULT_MAX_TOKENS = 4_096
 FIRST_TURN = "(conversation start)"
-# Between two text blocks of one answer that another block separates (a tool call, thinking: Claude writes "Checking
-# Paris." before a call and "Now Rome." after it): they are two paragraphs. Text blocks side by side (a text split
-# where its citations change) are one text, joined as they came.
-TEXT_SEPARATOR = "\n\n"
 
 _encode = msgspec.json.Encoder().encode
 
@@ -582,7 +579,7 @@ def parse_message(data: bytes | str, context: WireContext) -> ModelResponse:
     uses: list[tuple[str | None, str, dict[str, Any], str | None]] = []
     reasoning: list[Reasoning] = []
     order: ReasoningOrder | None = None
-    apart = False  # a block other than text came after the last text (see TEXT_SEPARATOR)
+    apart = False  # a block other than text came after the last text (see PARAGRAPH_BREAK)
     for index, block in enumerate(message.content or ()):
         kind = block.type
         if kind != "text":
@@ -590,7 +587,7 @@ def parse_message(data: bytes | str, context: WireContext) -> ModelResponse:
         if kind == "text":
             if block.text:
                 if apart:
-                    texts.append(TEXT_SEPARATOR)
+                    texts.append(PARAGRAPH_BREAK)
                     apart = False
                 texts.append(block.text)
                 if order is not None:
@@ -649,7 +646,7 @@ class MessageStream(StreamReader):
         self._thoughts: dict[int, list[Any]] = {}
         self._order = ReasoningOrder()
         self._model: Any = None  # the model id message_start names
-        self._apart = False  # a block other than text came after the last text (see TEXT_SEPARATOR)
+        self._apart = False  # a block other than text came after the last text (see PARAGRAPH_BREAK)
 
     def feed(self, event: str, data: str) -> str | ReasoningDelta | None:
         """Take one event; return the text or thinking it adds, if any.
@@ -725,7 +722,7 @@ class MessageStream(StreamReader):
         came since the text before it)."""
         if self._apart:
             self._apart = False
-            text = TEXT_SEPARATOR + text
+            text = PARAGRAPH_BREAK + text
         self._parts.append(text)
         self._order.text()
         return text

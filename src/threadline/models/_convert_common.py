@@ -25,6 +25,7 @@ from .tool_catalog import ToolCatalog
 __all__ = [
     "FINAL_TOOL",
     "FINAL_TOOL_DESCRIPTION",
+    "PARAGRAPH_BREAK",
     "IdMap",
     "StreamReader",
     "WireContext",
@@ -42,6 +43,11 @@ __all__ = [
 
 FINAL_TOOL = "final_result"
 FINAL_TOOL_DESCRIPTION = "Give the final answer. Call this exactly once, with the answer as its arguments."
+PARAGRAPH_BREAK = "\n\n"
+"""Between the texts of one answer that something else separates: Anthropic text blocks with a tool call or thinking
+between them (Claude's "Checking Paris." before a call and "Now Rome." after it), the Responses API's separate
+message items. Text blocks side by side (a text split where its citations change) are one text, joined as they came.
+"""
 
 _json_decode = msgspec.json.Decoder().decode
 _json_encode = msgspec.json.Encoder().encode

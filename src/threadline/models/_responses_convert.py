@@ -62,6 +62,7 @@ from ..messages import (
 )
 from ._convert_common import (
     FINAL_TOOL_DESCRIPTION,
+    PARAGRAPH_BREAK,
     IdMap,
     StreamReader,
     WireContext,
@@ -87,9 +88,6 @@ PROVIDER = "openai-responses"
 is ``openai-responses@host:port`` (see `OpenAIResponsesModel.origin`)."""
 
 _FORMAT_NAME_BAD = re.compile(r"[^A-Za-z0-9_-]")
-
-MESSAGE_SEPARATOR = "\n\n"
-"""Between the texts of separate message items of one answer."""
 
 
 # -- requests -----------------------------------------------------------------------------------------------------
@@ -527,7 +525,7 @@ def _answer(response: _Response, items: list[_Item], context: ResponsesContext, 
                 type="bad_response",
             )
     # Separate message items are separate paragraphs (a model writes one before a hosted tool call and one after).
-    content: str | None = streamed if streamed else MESSAGE_SEPARATOR.join(texts) or None
+    content: str | None = streamed if streamed else PARAGRAPH_BREAK.join(texts) or None
     incomplete = response.status == "incomplete"
     reason = response.incomplete_details.reason if response.incomplete_details is not None else None
     if final_text is not None:
@@ -619,7 +617,7 @@ class ResponsesStream(StreamReader):
                 return None
             if self._text_item != item.output_index:
                 if self._text_item is not None:
-                    delta = MESSAGE_SEPARATOR + delta  # a new message item: a new paragraph, as `_answer` joins them
+                    delta = PARAGRAPH_BREAK + delta  # a new message item: a new paragraph, as `_answer` joins them
                 self._text_item = item.output_index
             self._parts.append(delta)
             return delta
