@@ -15,9 +15,11 @@ def run_cli(
     unset: Iterable[str] = (),
     stdin: str | None = "",
     columns: int = 200,
+    merged: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m threadline *args`` on the store at ``store_url``, with ``env`` added to this process's environment
-    and ``unset`` removed from it; output captured as UTF-8 text; ``stdin`` given as the whole input (closed)."""
+    and ``unset`` removed from it; output captured as UTF-8 text (``merged``: stderr into stdout, as ``2>&1``);
+    ``stdin`` given as the whole input (closed)."""
     environment = {
         **os.environ,
         "THREADLINE_STORE": store_url,
@@ -30,7 +32,8 @@ def run_cli(
         environment.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "threadline", *args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
         text=True,
         encoding="utf-8",
         env=environment,

@@ -9,10 +9,8 @@ them."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,8 @@ import pytest
 
 from tests.providers.servers import ToolUse
 from tests.providers.servers.anthropic_thinking import FakeAnthropicThinking, Think, Thought
+
+from ._run import run_cli
 
 CLAUDE = "anthropic:claude-opus-4-8"
 DIM = "\x1b[2m"
@@ -60,28 +60,10 @@ def interleaved(server: FakeAnthropicThinking) -> None:
 def threadline(
     *args: str, server: FakeAnthropicThinking, merged: bool = False, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **os.environ,
-        "ANTHROPIC_BASE_URL": server.base_url,
-        "ANTHROPIC_API_KEY": "sk-ant-test-thinking-layout",
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONIOENCODING": "utf-8",
-        "COLUMNS": "100",
-        **env,
-    }
-    for name in ("NO_COLOR", "FORCE_COLOR", "TERM"):
-        if name not in env:
-            environment.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "threadline", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        env=environment,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
+    keys = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "sk-ant-test-thinking-layout"}
+    unset = [name for name in ("NO_COLOR", "FORCE_COLOR", "TERM") if name not in env]
+    # --no-log everywhere: the store named here is never opened.
+    return run_cli(*args, store_url="memory://", env={**keys, **env}, unset=unset, columns=100, merged=merged)
 
 
 def prompt(server: FakeAnthropicThinking, weather: str, *flags: str, merged: bool = False, **env: str) -> str:
