@@ -118,6 +118,10 @@ def export_otlp(
             self.refused_status: int | None = None
             self.last_status: int | None = None  # of this export's last answer (set by the session's hook)
 
+        def answered(self, response: Any, *args: Any, **kwargs: Any) -> None:
+            """The session's response hook: the status of the exporter's last request."""
+            self.last_status = response.status_code
+
         def export(self, spans: Any) -> Any:
             self.last_status = None
             result = self.inner.export(spans)
@@ -137,9 +141,7 @@ def export_otlp(
     provider = TracerProvider(resource=Resource.create(attributes))
     session = requests.Session()  # the exporter's own; its hook tells a refusal (HTTP 400) from no answer at all
     tally = Tally(OTLPSpanExporter(endpoint=url, timeout=timeout, session=session))
-    session.hooks["response"].append(
-        lambda response, *args, **kwargs: setattr(tally, "last_status", response.status_code)
-    )
+    session.hooks["response"].append(tally.answered)
     provider.add_span_processor(BatchSpanProcessor(tally))
     instrument(tracer_provider=provider, include_content=include_content)
     return OTLPExport(provider, timeout, url or _environment_url(), tally)
