@@ -30,11 +30,23 @@ with reasoning on: each answer carries a reasoning item with a summary and about
 the second request sends back before its function call; the floor is a hand loop over httpx that sends the very same
 two requests (target <= 1.1x).
 
-Every round is measured twice on threadline's side, interleaved with the floor: with ``get_weather`` as written (a
-sync function, which threadline runs on a worker thread so that a hung tool can be timed out and left behind; the
-hand loop calls it inline) and with an async function of the same name, docstring and signature (the same requests
-byte for byte, run on the event loop by both). The second table is that one; the difference between the two is the
-worker-thread hop, whose bare cost ``bench_core.py`` reports.
+Each floor runs the tool the way threadline does, so both sides do the same work, and every round is measured
+against two such floors, interleaved in one run:
+
+- an async ``get_weather`` (same name, docstring and signature, so every request is the same byte for byte): both
+  sides await it on the event loop;
+- the sync ``get_weather`` as written: threadline runs it on a worker thread under the tool timeout (60 s by
+  default), and the hand loop runs it as any loop must to honour DESIGN §11 ("a tool that hangs is cut off by a
+  per-tool timeout"): ``asyncio.wait_for(asyncio.to_thread(get_weather, ...), 60)``.
+
+Both are judged against the targets. A third table, reported and not judged, sets the sync tool against a hand loop
+that calls it inline on the event loop, which is cheaper by one thread hop (about 0.1 ms on a small VM) but cannot
+cut off a tool that hangs, and stalls every other task on the loop while the tool runs; its difference from the
+first table is that hop.
+
+Python's cycle collector is off while a side runs and clears what that side left after it, outside the timing:
+otherwise a collection triggered by one side's garbage lands on whichever side next crosses the collector's
+threshold (see run_cases). What each side left is reported.
 
 Run: ``python bench/bench_http.py [--reps 300] [--warmup 50] [--real-reps 30] [--no-real-server]``.
 """
@@ -43,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -428,11 +441,27 @@ def _async_twin() -> Any:
 get_weather_async = _async_twin()
 
 
-def _floor_tool(arguments: str) -> str:
-    return get_weather(**json.loads(arguments))
+# How a hand loop runs the tool. The floor of each comparison runs it as threadline does, so both sides do the same
+# work: an async tool awaited on the event loop, or a sync tool off the loop under the default 60 s tool timeout
+# (DESIGN §11: a tool that hangs is cut off); `inline_tool` is a sync tool called on the event loop, which no timeout
+# can cut off, reported for the size of the worker-thread hop.
+ToolCall = Callable[[dict[str, Any]], Awaitable[str]]
+TOOL_TIMEOUT = 60.0
 
 
-async def floor_openai(client: Any, url: str, first: dict[str, Any], stream: bool) -> str:
+async def inline_tool(arguments: dict[str, Any]) -> str:
+    return get_weather(**arguments)
+
+
+async def awaited_tool(arguments: dict[str, Any]) -> str:
+    return await get_weather_async(**arguments)
+
+
+async def threaded_tool(arguments: dict[str, Any]) -> str:
+    return await asyncio.wait_for(asyncio.to_thread(get_weather, **arguments), TOOL_TIMEOUT)
+
+
+async def floor_openai(client: Any, url: str, first: dict[str, Any], stream: bool, tool: ToolCall) -> str:
     """The hand-written loop: the same two requests, the tool run by hand."""
     body = dict(first)
     messages = list(body["messages"])
@@ -462,9 +491,8 @@ async def floor_openai(client: Any, url: str, first: dict[str, Any], stream: boo
         message = {"role": "assistant", "content": None, "tool_calls": calls}
     messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
     for call in calls:
-        messages.append(
-            {"role": "tool", "tool_call_id": call["id"], "content": _floor_tool(call["function"]["arguments"])}
-        )
+        output = await tool(json.loads(call["function"]["arguments"]))
+        messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
     if not stream:
         response = await client.post(url, json=body)
         return str(response.json()["choices"][0]["message"]["content"])
@@ -493,7 +521,7 @@ async def _anthropic_answer(client: Any, url: str, body: dict[str, Any], stream:
     return "".join(parts)
 
 
-async def floor_anthropic(client: Any, url: str, first: dict[str, Any], stream: bool) -> str:
+async def floor_anthropic(client: Any, url: str, first: dict[str, Any], stream: bool, tool: ToolCall) -> str:
     """The hand-written loop for the Messages API."""
     body = dict(first)
     messages = list(body["messages"])
@@ -524,14 +552,12 @@ async def floor_anthropic(client: Any, url: str, first: dict[str, Any], stream: 
             "content": [{k: v for k, v in b.items() if k in ("type", "id", "name", "input")} for b in uses],
         }
     )
-    results = [
-        {"type": "tool_result", "tool_use_id": use["id"], "content": get_weather(**use["input"])} for use in uses
-    ]
+    results = [{"type": "tool_result", "tool_use_id": use["id"], "content": await tool(use["input"])} for use in uses]
     messages.append({"role": "user", "content": results})
     return await _anthropic_answer(client, url, body, stream)
 
 
-async def floor_anthropic_thinking(client: Any, url: str, first: dict[str, Any], stream: bool) -> str:
+async def floor_anthropic_thinking(client: Any, url: str, first: dict[str, Any], stream: bool, tool: ToolCall) -> str:
     """The hand-written loop with thinking on: the thinking block goes back as received, before the tool call."""
     body = dict(first)
     messages = list(body["messages"])
@@ -564,9 +590,7 @@ async def floor_anthropic_thinking(client: Any, url: str, first: dict[str, Any],
     kept = [block for block in content if block["type"] in ("thinking", "redacted_thinking", "tool_use")]
     messages.append({"role": "assistant", "content": kept})
     uses = [block for block in kept if block["type"] == "tool_use"]
-    results = [
-        {"type": "tool_result", "tool_use_id": use["id"], "content": get_weather(**use["input"])} for use in uses
-    ]
+    results = [{"type": "tool_result", "tool_use_id": use["id"], "content": await tool(use["input"])} for use in uses]
     messages.append({"role": "user", "content": results})
     return await _anthropic_answer(client, url, body, stream)
 
@@ -574,7 +598,7 @@ async def floor_anthropic_thinking(client: Any, url: str, first: dict[str, Any],
 # -- measuring ---------------------------------------------------------------------------------------------------
 
 
-async def floor_responses(client: Any, url: str, first: dict[str, Any], stream: bool) -> str:
+async def floor_responses(client: Any, url: str, first: dict[str, Any], stream: bool, tool: ToolCall) -> str:
     """The hand-written loop for the Responses API: reasoning items go back before their function calls."""
     body = dict(first)
     items = list(body["input"])
@@ -612,9 +636,8 @@ async def floor_responses(client: Any, url: str, first: dict[str, Any], stream: 
                 }
             )
     for call in calls:
-        items.append(
-            {"type": "function_call_output", "call_id": call["call_id"], "output": _floor_tool(call["arguments"])}
-        )
+        output = await tool(json.loads(call["arguments"]))
+        items.append({"type": "function_call_output", "call_id": call["call_id"], "output": output})
     if not stream:
         response = await client.post(url, json=body)
         return "".join(
@@ -635,6 +658,17 @@ async def floor_responses(client: Any, url: str, first: dict[str, Any], stream: 
 
 
 # -- measuring ---------------------------------------------------------------------------------------------------
+
+
+def _hand_loop(
+    floor: Any, client: Any, url: str, first: dict[str, Any], stream: bool, tool: ToolCall
+) -> Callable[[], Awaitable[str]]:
+    """One side of a comparison: the hand loop ``floor`` on these requests, running the tool with ``tool``."""
+
+    async def theirs() -> str:
+        return str(await floor(client, url, first, stream, tool))
+
+    return theirs
 
 
 def _same_items(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
@@ -756,11 +790,10 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
         kind = "anthropic" if isinstance(model, AnthropicModel) else "openai"
         floor_client = httpx.AsyncClient(headers=headers[kind])
 
-        async def theirs(
-            floor: Any = floor, client: Any = floor_client, url: str = url, first: Any = first, stream: bool = stream
-        ) -> str:
-            return str(await floor(client, url, first, stream))
-
+        theirs, theirs_sync, theirs_inline = (
+            _hand_loop(floor, floor_client, url, first, stream, tool)
+            for tool in (awaited_tool, threaded_tool, inline_tool)
+        )
         await theirs()
         captured_floor = (await client.get(f"{root}/__last")).json()
         final_key = key.replace("first", "final")
@@ -769,37 +802,59 @@ async def run_cases(port: int, reps: int, warmup: int) -> list[dict[str, Any]]:
             await ours()
             second = json.loads((await client.get(f"{root}/__last")).json()[final_key])
             assert _same_items(second, json.loads(captured_floor[final_key]))
-        ours_final = None
+        sides = (ours_async, theirs, ours, theirs_sync, theirs_inline)
         for _ in range(warmup):
-            await ours_async()
-            await ours()
-            await theirs()
+            for side in sides:
+                await side()
+        await ours()
         ours_final = (await client.get(f"{root}/__last")).json()[final_key]
-        times: dict[Any, list[float]] = {ours: [], ours_async: [], theirs: []}
-        orders = ((ours, ours_async, theirs), (theirs, ours, ours_async), (ours_async, theirs, ours))
-        for rep in range(reps):
-            # Rotate which side goes first so none always runs on a warmer cache.
-            for side in orders[rep % 3]:
-                times[side].append(await _time(side))
-        ours_times, async_times, floor_times = times[ours], times[ours_async], times[theirs]
+        times: dict[Any, list[float]] = {side: [] for side in sides}
+        # Python's cycle collector runs when allocations outnumber frees by a threshold, so a collection triggered
+        # by one side's garbage lands on whichever side crosses the threshold next. Run interleaved, the hand loops
+        # (which leave a few cyclic objects per round inside httpx and asyncio) had threadline (which leaves none)
+        # pay for most of their collections, about 0.2 ms each, right at the p95. So the collector is off while a
+        # side runs, and after each side a young-generation collection, outside the timing, clears and counts
+        # what that side left (reported per side as "cyclic garbage per round").
+        garbage: dict[Any, int] = dict.fromkeys(sides, 0)
+        gc.collect()
+        gc.disable()
+        try:
+            for rep in range(reps):
+                # Rotate which side goes first so none always runs on a warmer cache.
+                shift = rep % len(sides)
+                for side in sides[shift:] + sides[:shift]:
+                    times[side].append(await _time(side))
+                    garbage[side] += gc.collect(0)
+        finally:
+            gc.enable()
         await floor_client.aclose()
-        results.append(
-            {
-                "case": label,
-                "floor_median_ms": median(floor_times) * 1000,
-                "floor_p95_ms": p95(floor_times) * 1000,
-                "threadline_median_ms": median(ours_times) * 1000,
-                "threadline_p95_ms": p95(ours_times) * 1000,
-                "ratio_median": median(ours_times) / median(floor_times),
-                "ratio_p95": p95(ours_times) / p95(floor_times),
-                "async_tool_median_ms": median(async_times) * 1000,
-                "async_tool_p95_ms": p95(async_times) * 1000,
-                "async_tool_ratio_median": median(async_times) / median(floor_times),
-                "async_tool_ratio_p95": p95(async_times) / p95(floor_times),
-                "second_request_bytes": len(ours_final or ""),
-                "target": THINKING_TARGET if thinking else RESPONSES_TARGET if model is responses else TARGET,
+        row: dict[str, Any] = {
+            "case": label,
+            "second_request_bytes": len(ours_final),
+            "target": THINKING_TARGET if thinking else RESPONSES_TARGET if model is responses else TARGET,
+        }
+        for prefix, threadline_side, floor_side in (
+            ("async_tool_", ours_async, theirs),
+            ("sync_tool_", ours, theirs_sync),
+            ("inline_floor_", ours, theirs_inline),
+        ):
+            ours_times, floor_times = times[threadline_side], times[floor_side]
+            row |= {
+                f"{prefix}floor_median_ms": median(floor_times) * 1000,
+                f"{prefix}floor_p95_ms": p95(floor_times) * 1000,
+                f"{prefix}threadline_median_ms": median(ours_times) * 1000,
+                f"{prefix}threadline_p95_ms": p95(ours_times) * 1000,
+                f"{prefix}ratio_median": median(ours_times) / median(floor_times),
+                f"{prefix}ratio_p95": p95(ours_times) / p95(floor_times),
             }
-        )
+        row["hop_ms"] = (median(times[ours]) - median(times[ours_async])) * 1000
+        row["cyclic_garbage_per_round"] = {
+            "threadline, async tool": garbage[ours_async] / reps,
+            "threadline, sync tool": garbage[ours] / reps,
+            "hand loop, async tool": garbage[theirs] / reps,
+            "hand loop, sync tool in a thread": garbage[theirs_sync] / reps,
+        }
+        results.append(row)
     await client.aclose()
     await openai.aclose()
     await anthropic.aclose()
@@ -872,9 +927,8 @@ async def run_real_server(base_url: str, reps: int, warmup: int) -> list[dict[st
         second = {key: value for key, value in tool_first.items() if key not in ("tools", "tool_choice")}
         messages = [*tool_first["messages"], {"role": "assistant", "content": "", "tool_calls": calls}]
         for call in calls:
-            messages.append(
-                {"role": "tool", "tool_call_id": call["id"], "content": _floor_tool(call["function"]["arguments"])}
-            )
+            output = await threaded_tool(json.loads(call["function"]["arguments"]))
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
         second["messages"] = messages
         assert second.keys() == tool_second.keys() and len(messages) == len(tool_second["messages"])
         response = await client.post(url, json=second)
@@ -973,40 +1027,47 @@ def main() -> None:
         server.stdin.close()
         server.wait(10)
 
-    rows = [
-        [
-            r["case"],
-            r["floor_median_ms"],
-            r["threadline_median_ms"],
-            r["ratio_median"],
-            r["floor_p95_ms"],
-            r["threadline_p95_ms"],
-            r["ratio_p95"],
-            _verdict(r),
-        ]
-        for r in results
-    ]
-    print_table(
-        f"Tool round trip (2 requests), {args.reps} reps after {args.warmup} warm-up, server in a separate process",
-        ["case", "floor ms", "threadline ms", "ratio", "floor p95", "threadline p95", "ratio p95", "target"],
-        rows,
-    )
-    print_table(
-        "The same rounds, same run, with an async tool of the same schema (no worker-thread hop; see _async_twin)",
-        ["case", "floor ms", "threadline ms", "ratio", "floor p95", "threadline p95", "ratio p95", "target"],
-        [
+    columns = ["case", "floor ms", "threadline ms", "ratio", "floor p95", "threadline p95", "ratio p95", "target"]
+
+    def comparison(prefix: str, judged: bool) -> list[list[Any]]:
+        return [
             [
                 r["case"],
-                r["floor_median_ms"],
-                r["async_tool_median_ms"],
-                r["async_tool_ratio_median"],
-                r["floor_p95_ms"],
-                r["async_tool_p95_ms"],
-                r["async_tool_ratio_p95"],
-                _verdict(r, "async_tool_"),
+                r[f"{prefix}floor_median_ms"],
+                r[f"{prefix}threadline_median_ms"],
+                r[f"{prefix}ratio_median"],
+                r[f"{prefix}floor_p95_ms"],
+                r[f"{prefix}threadline_p95_ms"],
+                r[f"{prefix}ratio_p95"],
+                _verdict(r, prefix) if judged else f"(reported; hop {r['hop_ms']:.2f} ms)",
             ]
             for r in results
-        ],
+        ]
+
+    print_table(
+        f"Tool round trip (2 requests), {args.reps} reps after {args.warmup} warm-up, server in a separate process;\n"
+        "an async tool, awaited on the event loop by both sides",
+        columns,
+        comparison("async_tool_", True),
+    )
+    print_table(
+        "The same rounds, same run, with a sync tool run off the event loop under the 60 s tool timeout by both sides "
+        "(threadline: its worker thread; the hand loop: asyncio.wait_for(asyncio.to_thread(...)))",
+        columns,
+        comparison("sync_tool_", True),
+    )
+    print_table(
+        "The same rounds, same run, the sync tool against a hand loop that calls it inline on the event loop, where "
+        "no timeout can cut it off: the difference is the worker-thread hop (hop = sync tool - async tool, median)",
+        columns,
+        comparison("inline_floor_", False),
+    )
+    sides = list(results[0]["cyclic_garbage_per_round"])
+    print_table(
+        "Cyclic garbage per round: objects only the cycle collector frees, left by each side (cleared outside the "
+        "timing)",
+        ["case", *sides],
+        [[r["case"], *r["cyclic_garbage_per_round"].values()] for r in results],
     )
     real: list[dict[str, Any]] = []
     if not args.no_real_server:
