@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ["httpx", "httpx_sse", "llama_cpp", "psycopg", "psycopg_pool", "click", "rich", "starlette", "uvicorn",
+HEAVY = ["httpx", "llama_cpp", "psycopg", "psycopg_pool", "click", "rich", "starlette", "uvicorn",
          "jinja2", "markdown_it", "pygments", "pydantic", "pydantic_core", "openai", "anthropic", "mcp", "mcp_types",
          "jsonschema", "opentelemetry"]  # fmt: skip
 
@@ -84,8 +84,8 @@ EXTRA_ENTRY_POINTS = {
     "threadline.mcp_toolset": set(),  # mcp: the SDK loads when a toolset connects
     "threadline.toolboxes": set(),
     "threadline.tracing": set(),  # otel: OpenTelemetry loads with threadline.instrument(), not with the module
-    "threadline.models.openai": {"httpx", "httpx_sse"},
-    "threadline.models.anthropic": {"httpx", "httpx_sse"},
+    "threadline.models.openai": {"httpx"},
+    "threadline.models.anthropic": {"httpx"},
 }
 
 

@@ -41,6 +41,7 @@ import re
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from email.utils import parsedate_to_datetime
 from typing import Protocol
 
@@ -57,11 +58,11 @@ if "httpx" not in sys.modules:
         del sys.modules["httpx._main"]
 
 import httpx
-from httpx_sse import EventSource
 
 from .._masking import mask_secrets, secret_forms
 from ..errors import ModelError
 from ..tracing import hooks as tracing
+from ._sse import read_events
 from .base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 
 __all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]  # the masking is re-exported
@@ -230,19 +231,20 @@ class Endpoint:
                     else:
                         reader = decoder()
                         feed = reader.feed
-                        async for event in EventSource(response).aiter_sse():
-                            piece = feed(event.event, event.data)
-                            if isinstance(piece, str):
-                                if piece:
-                                    shown.append(piece)
-                                    yield TextDelta(piece)
-                            elif piece is not None:
-                                if reasoning_shown:
-                                    # Thinking already shown cannot be taken back either: no retry after it.
-                                    thought = True
-                                    yield piece
-                                else:
-                                    held.append(piece)
+                        async with aclosing(read_events(response.aiter_bytes())) as events:
+                            async for event in events:
+                                piece = feed(event.event, event.data)
+                                if isinstance(piece, str):
+                                    if piece:
+                                        shown.append(piece)
+                                        yield TextDelta(piece)
+                                elif piece is not None:
+                                    if reasoning_shown:
+                                        # Thinking already shown cannot be taken back either: no retry after it.
+                                        thought = True
+                                        yield piece
+                                    else:
+                                        held.append(piece)
                         result = reader.finish()
                 finally:
                     await response.aclose()

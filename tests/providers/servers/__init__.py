@@ -3,7 +3,7 @@ tests and the benchmark."""
 
 from __future__ import annotations
 
-from ._base import Answer, Close, Cut, Events, FakeServer, Hang, Recorded, Stall, Status, ToolUse
+from ._base import Answer, Chunks, Close, Cut, Events, FakeServer, Hang, Recorded, Stall, Status, ToolUse
 from .anthropic import FakeAnthropic
 from .openai import LLAMA_CPP_PYTHON, FakeOpenAI
 from .responses import FakeResponses, Thought
@@ -11,6 +11,7 @@ from .responses import FakeResponses, Thought
 __all__ = [
     "LLAMA_CPP_PYTHON",
     "Answer",
+    "Chunks",
     "Close",
     "Cut",
     "Events",

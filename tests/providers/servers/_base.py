@@ -87,6 +87,15 @@ class Events:
     events: tuple[tuple[str | None, str], ...]
 
 
+@dataclass(frozen=True)
+class Chunks:
+    """Answer with this event-stream body as written, in these pieces: each is its own HTTP chunk, sent on its own
+    (line ends, comments, byte-order marks and splits inside a line or a character as a server or proxy may send
+    them)."""
+
+    pieces: tuple[bytes, ...]
+
+
 @dataclass
 class Recorded:
     """One request as the server received it."""
@@ -267,6 +276,15 @@ class FakeServer:
             return False
         if isinstance(item, Events):
             await self._send_events(writer, list(item.events), None)
+            return True
+        if isinstance(item, Chunks):
+            writer.write(self._head(200, "text/event-stream; charset=utf-8", (("Transfer-Encoding", "chunked"),)))
+            for piece in item.pieces:
+                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                await writer.drain()
+                await asyncio.sleep(0.002)  # so the pieces reach the client one by one, as far as the OS allows
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
             return True
         if isinstance(item, Stall):
             await self._send_events(writer, self.render_events(item.answer, request), item.after)
