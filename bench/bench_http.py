@@ -40,7 +40,7 @@ against two such floors, interleaved in one run:
   per-tool timeout"): ``asyncio.wait_for(asyncio.to_thread(get_weather, ...), 60)``.
 
 Both are judged against the targets. A third table, reported and not judged, sets the sync tool against a hand loop
-that calls it inline on the event loop, which is cheaper by one thread hop (about 0.1 ms on a small VM) but cannot
+that calls it inline on the event loop, which is cheaper by one thread hop (0.1-0.2 ms on a small VM) but cannot
 cut off a tool that hangs, and stalls every other task on the loop while the tool runs; its difference from the
 first table is that hop.
 
