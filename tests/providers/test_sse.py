@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from threadline import llm
+from threadline.errors import ModelError
 from threadline.messages import AssistantMessage
-from threadline.models._sse import Event, EventReader
+from threadline.models._sse import LINE_LIMIT, Event, EventReader
 
 from .conftest import make_anthropic, make_openai
 from .servers import Chunks, FakeAnthropic, FakeOpenAI
@@ -107,6 +108,19 @@ def test_a_long_line_in_many_chunks_is_read_whole() -> None:
     value = "x" * 100_000
     chunks = [b"data: "] + [value[i : i + 7].encode() for i in range(0, len(value), 7)] + [b"\n\n"]
     assert read(*chunks) == [("", value)]
+
+
+def test_a_line_that_never_ends_stops_the_stream_with_a_clear_error() -> None:
+    reader = EventReader(line_limit=1_000)
+    assert reader.feed(b"data: ok\n\ndata: ") == [("", "ok")]
+    reader.feed(b"x" * 900)
+    with pytest.raises(ModelError, match="stream line longer than 1,000 bytes") as info:
+        reader.feed(b"x" * 200)
+    assert info.value.type == "bad_response"
+    # A line end in time keeps it whole, however long the line grew before.
+    reader = EventReader(line_limit=1_000)
+    assert reader.feed(b"data: " + b"y" * 900) == []
+    assert reader.feed(b"y" * 90 + b"\n\n") == [("", "y" * 990)]
 
 
 # -- properties ------------------------------------------------------------------------------------------------------
@@ -227,3 +241,29 @@ async def test_an_openai_stream_with_cr_line_ends_gives_the_whole_answer(openai_
     finally:
         await model.aclose()
     assert str(answer) == "".join(pieces)
+
+
+async def test_a_server_that_never_ends_a_line_fails_the_call_and_the_log_keeps_the_question(
+    anthropic_server: FakeAnthropic,
+) -> None:
+    """A broken server streaming one line without end: the call fails with a clear error once the line passes
+    `LINE_LIMIT` (memory stays bounded), no retry repeats it, and the log keeps the question and the failure."""
+    head = ("\n".join(anthropic_stream([])[:2]) + "\n").encode()  # message_start, content_block_start
+    piece = b"x" * (1 << 20)
+    pieces = (head, b"data: ", *(piece for _ in range(LINE_LIMIT // len(piece) + 2)))
+    anthropic_server.add(Chunks(pieces))
+    model = make_anthropic(anthropic_server)
+    try:
+        conversation = llm.model(model).request("Weather in Paris?").prompt_conversation(stream=True)
+        with pytest.raises(ModelError, match="stream line longer than") as info:
+            async for _ in conversation:
+                pass
+    finally:
+        await model.aclose()
+    assert info.value.type == "bad_response"
+    assert anthropic_server.count == 1
+    failure = conversation.messages[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None
+    assert "stream line longer than" in failure.error.message
+    assert conversation.messages[-2].content == "Weather in Paris?"  # type: ignore[union-attr]
+    conversation.messages.validate()

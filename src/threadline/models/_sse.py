@@ -13,6 +13,9 @@ The format, as the standard reads it:
 - ``data`` lines add up, joined by LF; a blank line ends the event, which is dispatched only when it has data;
 - a byte-order mark at the very start is skipped; bytes that are not UTF-8 read as U+FFFD;
 - an event the stream ends without finishing (no blank line after it) is dropped.
+
+One limit the standard does not set: a line still unfinished after `LINE_LIMIT` bytes stops the stream with a
+`ModelError` of type ``bad_response``, so a broken server cannot fill memory with a line that never ends.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterable
 from typing import NamedTuple
 
-__all__ = ["Event", "EventReader", "read_events"]
+from ..errors import ModelError
 
+__all__ = ["LINE_LIMIT", "Event", "EventReader", "read_events"]
+
+LINE_LIMIT = 64 * 1024 * 1024  # far above any one event a provider sends (a whole response is a few MB at most)
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -35,8 +41,10 @@ class Event(NamedTuple):
 class EventReader:
     """Turns chunks of a stream into events: `feed` each chunk as it comes and take the events it finished."""
 
-    def __init__(self) -> None:
+    def __init__(self, line_limit: int = LINE_LIMIT) -> None:
+        self._line_limit = line_limit
         self._rest: list[bytes] = []  # the start of a line no line end has finished yet
+        self._rest_size = 0
         self._held_cr = False  # the last chunk ended on a CR, which may be the first half of a CRLF
         self._first_line = True  # the line a byte-order mark may start
         self._event = ""
@@ -51,11 +59,13 @@ class EventReader:
             self._held_cr = False
         elif b"\n" not in chunk and b"\r" not in chunk:
             self._rest.append(chunk)  # no line ends yet: kept in pieces, joined once (no copying per chunk)
+            self._grown(len(chunk))
             return []
         if self._rest:
             self._rest.append(chunk)
             chunk = b"".join(self._rest)
             self._rest = []
+            self._rest_size = 0
         if chunk.endswith(b"\r"):
             chunk = chunk[:-1]
             self._held_cr = True
@@ -64,12 +74,22 @@ class EventReader:
         *lines, rest = chunk.split(b"\n")
         if rest or self._held_cr:
             self._rest = [rest]
+            self._grown(len(rest))
         return self._lines(lines)
+
+    def _grown(self, size: int) -> None:
+        self._rest_size += size
+        if self._rest_size > self._line_limit:
+            raise ModelError(
+                f"The server sent a stream line longer than {self._line_limit:,} bytes without ending it; "
+                "threadline stopped reading the stream.",
+                type="bad_response",
+            )
 
     def finish(self) -> list[Event]:
         """The events the stream's last bytes finished: only a line the stream's last CR ended is left to read (an
         unfinished line, and an event no blank line ended, are dropped)."""
-        rest, self._rest = self._rest, []
+        rest, self._rest, self._rest_size = self._rest, [], 0
         if self._held_cr:
             self._held_cr = False
             return self._lines([b"".join(rest)])
