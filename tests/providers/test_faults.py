@@ -11,9 +11,10 @@ import pytest
 
 from threadline import AssistantMessage, Conversation, ToolMessage, UserMessage, llm
 from threadline.errors import ModelError
+from threadline.models._transport import BODY_LIMIT
 
 from .conftest import SECRET, Provider, make_anthropic, make_openai
-from .servers import Answer, Close, Cut, Events, FakeAnthropic, FakeOpenAI, Hang, Status, ToolUse
+from .servers import Answer, Chunks, Close, Cut, Events, FakeAnthropic, FakeOpenAI, Hang, Status, ToolUse
 
 QUESTION = "Tell me a story."
 STORY = "Once upon a time a fox found a lantern in the snow."
@@ -177,6 +178,21 @@ async def test_a_body_cut_in_the_middle_is_retried(provider: Provider) -> None:
     conversation = await answer(provider.model, stream=False)
     assert provider.server.count == 2
     assert conversation.text == STORY
+
+
+@pytest.mark.parametrize("status", [200, 500])
+async def test_a_body_that_never_ends_fails_the_call_once_it_passes_the_limit(provider: Provider, status: int) -> None:
+    """A broken server (or something in between) sending an answer without end: the read timeout never fires while
+    bytes come, so the call fails once the body passes `BODY_LIMIT`, memory stays bounded, no retry repeats it, and
+    the log keeps the question and the failure."""
+    piece = b" " * (1 << 20)
+    pieces = (b'{"id": "x", ', *(piece for _ in range(BODY_LIMIT // len(piece) + 2)))
+    provider.server.add(Chunks(pieces, content_type="application/json", status=status), Answer(STORY))
+    conversation, error = await fail(provider.model, stream=False)
+    assert error.type == "bad_response"
+    assert f"passed {BODY_LIMIT:,} bytes" in error.message
+    assert provider.server.count == 1
+    assert_logged_failure(conversation, error)
 
 
 async def test_a_stream_cut_before_any_text_is_retried(provider: Provider) -> None:

@@ -62,7 +62,7 @@ import httpx
 from .._masking import mask_secrets, secret_forms
 from ..errors import ModelError
 from ..tracing import hooks as tracing
-from ._sse import read_events
+from ._sse import LINE_LIMIT, read_events
 from .base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 
 __all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]  # the masking is re-exported
@@ -71,6 +71,7 @@ _ERROR_TYPE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _DETAIL_LIMIT = 400
 _USER_AGENT = "threadline"
+BODY_LIMIT = LINE_LIMIT  # the most of one answer that is not a stream read into memory (a stream: per line)
 
 
 class StreamDecoder(Protocol):
@@ -223,11 +224,10 @@ class Endpoint:
                 headers = response.headers
                 try:
                     if response.status_code >= 400:
-                        await response.aread()
-                        raise self._status_error(response)
+                        raise self._status_error(response, await _read_body(response))
                     if not stream or "text/event-stream" not in response.headers.get("content-type", ""):
                         # Also a server that ignores "stream": true and answers with one JSON body.
-                        result = parse(await response.aread())
+                        result = parse(await _read_body(response))
                     else:
                         reader = decoder()
                         feed = reader.feed
@@ -373,9 +373,9 @@ class Endpoint:
         return redacted
 
     # -- error mapping --------------------------------------------------------------------------------------------
-    def _status_error(self, response: httpx.Response) -> ModelError:
+    def _status_error(self, response: httpx.Response, body: bytes) -> ModelError:
         status = response.status_code
-        detail = (self._detail(response.content) or response.reason_phrase).rstrip(".")
+        detail = (self._detail(body) or response.reason_phrase).rstrip(".")
         where = f"{self.provider} ({mask_secrets(self.url, self._secrets)})"
         if status in (401, 403):
             return ModelError(
@@ -384,7 +384,7 @@ class Endpoint:
                 status=status,
             )
         if status == 429:
-            if self._quota_used_up(response.content):
+            if self._quota_used_up(body):
                 return ModelError(
                     f"{where} refused the request: the account's quota or spend limit is used up (HTTP 429): {detail}."
                     " Retrying cannot help until it is raised or resets",
@@ -477,6 +477,25 @@ class _Signals:
         except ValueError:
             attempted = 0
         return cls(_retry_after(headers), should, attempted)
+
+
+async def _read_body(response: httpx.Response) -> bytes:
+    """The whole body of an answer that is not a stream.
+
+    Raises:
+        ModelError: of type ``bad_response`` once the body passes `BODY_LIMIT`, so a broken server that never stops
+            sending cannot fill memory (the read timeout only fires when it stalls).
+    """
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > BODY_LIMIT:
+            raise ModelError(
+                f"The server's answer passed {BODY_LIMIT:,} bytes; threadline stopped reading it.", type="bad_response"
+            )
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _why_not_retry(error: ModelError, signals: _Signals, shown: object, attempt: int, retries: int) -> str | None:

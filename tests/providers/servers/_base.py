@@ -89,11 +89,13 @@ class Events:
 
 @dataclass(frozen=True)
 class Chunks:
-    """Answer with this event-stream body as written, in these pieces: each is its own HTTP chunk, sent on its own
-    (line ends, comments, byte-order marks and splits inside a line or a character as a server or proxy may send
-    them)."""
+    """Answer with this body as written, in these pieces: each is its own HTTP chunk, sent on its own. An event
+    stream by default (line ends, comments, byte-order marks and splits inside a line or a character as a server
+    or proxy may send them); any body with ``content_type`` and ``status``."""
 
     pieces: tuple[bytes, ...]
+    content_type: str = "text/event-stream; charset=utf-8"
+    status: int = 200
 
 
 @dataclass
@@ -278,7 +280,7 @@ class FakeServer:
             await self._send_events(writer, list(item.events), None)
             return True
         if isinstance(item, Chunks):
-            writer.write(self._head(200, "text/event-stream; charset=utf-8", (("Transfer-Encoding", "chunked"),)))
+            writer.write(self._head(item.status, item.content_type, (("Transfer-Encoding", "chunked"),)))
             for piece in item.pieces:
                 writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 await writer.drain()
