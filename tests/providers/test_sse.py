@@ -20,7 +20,7 @@ from threadline.messages import AssistantMessage
 from threadline.models._sse import LINE_LIMIT, Event, EventReader
 
 from .conftest import make_anthropic, make_openai
-from .servers import Chunks, FakeAnthropic, FakeOpenAI
+from .servers import Answer, Chunks, FakeAnthropic, FakeOpenAI, FakeServer, Recorded
 
 BOM = b"\xef\xbb\xbf"
 
@@ -177,27 +177,18 @@ def test_any_bytes_in_any_chunks_give_events_of_plain_text_and_never_raise(chunk
 # -- over real HTTP ----------------------------------------------------------------------------------------------------
 
 
-def anthropic_stream(text_pieces: Sequence[str]) -> list[str]:
-    """The events of a streamed Anthropic answer, as its streaming docs show them."""
-    message = {
-        "id": "msg_01",
-        "type": "message",
-        "role": "assistant",
-        "content": [],
-        "model": "claude-haiku-4-5",
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 25, "output_tokens": 1},
-    }
-    events = [("message_start", {"message": message})]
-    events.append(("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
-    events.append(("ping", {}))
-    for piece in text_pieces:
-        events.append(("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}}))
-    events.append(("content_block_stop", {"index": 0}))
-    delta = {"delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 15}}
-    events += [("message_delta", delta), ("message_stop", {})]
-    return [f"event: {kind}\ndata: {json.dumps({'type': kind, **body}, ensure_ascii=False)}\n" for kind, body in events]
+def written(server: FakeServer, answer: Answer) -> list[str]:
+    """The events the fake server streams for ``answer``, each written out without its closing blank line, with
+    its JSON in plain UTF-8 (characters of more than one byte, for cuts inside them)."""
+    request = Recorded("POST", "/", {}, b"{}", 0.0)
+    return [
+        (f"event: {kind}\n" if kind else "") + f"data: {_plain(data)}\n"
+        for kind, data in server.render_events(answer, request)
+    ]
+
+
+def _plain(data: str) -> str:
+    return json.dumps(json.loads(data), ensure_ascii=False) if data.startswith("{") else data  # not "[DONE]"
 
 
 async def test_an_anthropic_stream_as_a_proxy_may_relay_it_gives_the_whole_answer(
@@ -205,8 +196,8 @@ async def test_an_anthropic_stream_as_a_proxy_may_relay_it_gives_the_whole_answe
 ) -> None:
     """CRLF line ends, a byte-order mark, comment keepalives, an event without data, and chunks cut inside lines
     and inside characters: the answer comes out whole, as streamed and as logged."""
-    pieces = ["Il fait ", "beau à ", "Pékin (北京) ", "🌤."]
-    body = "\n: keepalive\n\nevent: keepalive\n\n".join(anthropic_stream(pieces)) + "\n"
+    text = "Il fait beau à Pékin (北京) 🌤."
+    body = "\n: keepalive\n\nevent: keepalive\n\n".join(written(anthropic_server, Answer(text))) + "\n"
     raw = BOM + body.replace("\n", "\r\n").encode()
     cut = [0, 3, 40, 41, *range(200, len(raw), 97), len(raw)]
     for at in (raw.index("à".encode()) + 1, raw.index("北".encode()) + 2, raw.index(b"\r\n") + 1):
@@ -223,24 +214,20 @@ async def test_an_anthropic_stream_as_a_proxy_may_relay_it_gives_the_whole_answe
         await model.aclose()
     answer = conversation.messages[-1]
     assert isinstance(answer, AssistantMessage) and answer.error is None
-    assert answer.content == "".join(shown) == "".join(pieces)
+    assert answer.content == "".join(shown) == text
     conversation.messages.validate()
 
 
 async def test_an_openai_stream_with_cr_line_ends_gives_the_whole_answer(openai_server: FakeOpenAI) -> None:
-    pieces = ["Twenty-two ", "degrees, ", "sunny."]
-    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
-    chunks += [{"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for piece in pieces]
-    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    lines = [f"data: {json.dumps({'id': 'c1', 'object': 'chat.completion.chunk', **c})}\r\r" for c in chunks]
-    raw = ("".join(lines) + "data: [DONE]\r\r").encode()
+    text = "Twenty-two degrees, sunny."
+    raw = ("\n".join(written(openai_server, Answer(text))) + "\n").replace("\n", "\r").encode()
     openai_server.add(Chunks(tuple(raw[i : i + 33] for i in range(0, len(raw), 33))))
     model = make_openai(openai_server)
     try:
         answer = await llm.model(model).request("Weather in Paris?").prompt_async(stream=True)
     finally:
         await model.aclose()
-    assert str(answer) == "".join(pieces)
+    assert str(answer) == text
 
 
 async def test_a_server_that_never_ends_a_line_fails_the_call_and_the_log_keeps_the_question(
@@ -248,7 +235,7 @@ async def test_a_server_that_never_ends_a_line_fails_the_call_and_the_log_keeps_
 ) -> None:
     """A broken server streaming one line without end: the call fails with a clear error once the line passes
     `LINE_LIMIT` (memory stays bounded), no retry repeats it, and the log keeps the question and the failure."""
-    head = ("\n".join(anthropic_stream([])[:2]) + "\n").encode()  # message_start, content_block_start
+    head = ("\n".join(written(anthropic_server, Answer("x"))[:2]) + "\n").encode()  # the message, its text block
     piece = b"x" * (1 << 20)
     pieces = (head, b"data: ", *(piece for _ in range(LINE_LIMIT // len(piece) + 2)))
     anthropic_server.add(Chunks(pieces))
