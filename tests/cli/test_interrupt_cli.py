@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.providers.servers import Answer, FakeOpenAI, Stall, ToolUse
+from tests.real_models import never_stop_option
 from tests.store._backends import backend_url
 from threadline import AssistantMessage, MessageList, ToolMessage, UserMessage, open_store
 
@@ -102,7 +103,8 @@ def assert_partial_answer_logged(log: MessageList, shown: str) -> AssistantMessa
 
 # -- the embedded model ------------------------------------------------------------------------------------------------
 def test_prompt_on_the_local_model_logs_the_partial_answer(tmp_path: Path) -> None:
-    process = start(["prompt", "-m", "local", "Write a long story about a dragon.", "--temperature", "0"], tmp_path)
+    command = ["prompt", "-m", "local", "Write a long story about a dragon.", "--temperature", "0"]
+    process = start([*command, *never_stop_option()], tmp_path)
     stdout, stderr = interrupt_when_shown(process, at_least=40)  # a few words of the story are on the screen
     conversation_id, log = only_conversation()
     assert_interrupted(process.returncode, stderr, conversation_id)
@@ -113,7 +115,7 @@ def test_prompt_on_the_local_model_logs_the_partial_answer(tmp_path: Path) -> No
 
 
 def test_chat_on_the_local_model_logs_the_partial_answer(tmp_path: Path) -> None:
-    process = start(["chat", "-m", "local", "--temperature", "0"], tmp_path)
+    process = start(["chat", "-m", "local", "--temperature", "0", *never_stop_option()], tmp_path)
     assert process.stdin is not None
     process.stdin.write(b"Write a long story about a dragon.\n")
     process.stdin.flush()  # kept open: the chat waits for more lines after this turn

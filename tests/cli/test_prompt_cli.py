@@ -1,14 +1,25 @@
 """``threadline prompt`` as a user runs it: a subprocess on the embedded model, the answer streamed to stdout, tools
-from ``-T module:name``, and one clear line (never a traceback) for every bad option."""
+from ``-T module:name``, and one clear line (never a traceback) for every bad option.
+
+What the model says differs between CPUs (llama.cpp is built for the one it runs on), so these tests check what the
+command guarantees: what stdout and stderr show is what the store logged, and each tool result is the tool's real
+output. Where a test needs an answer of some length, ``-o local_logit_bias`` bans the end of the answer.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from threadline import AssistantMessage, MessageList, ToolMessage
+from threadline.cli._terminal import visible
+
+from ..real_models import never_stop_option
 
 TOOLS_MODULE = '''
 class Units:
@@ -46,6 +57,37 @@ def threadline(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.Co
     )
 
 
+def shown(log: MessageList) -> str:
+    """What the command writes to stdout for a turn's log: each answer's text (escaped where the terminal needs it),
+    its line closed."""
+    out = ""
+    for message in log:
+        if isinstance(message, AssistantMessage) and message.content and message.error is None:
+            text = visible(message.content)
+            out += text if text.endswith("\n") else text + "\n"
+    return out
+
+
+def only_log() -> MessageList:
+    """The log of the one conversation in the default store."""
+    from threadline import open_store
+
+    with open_store() as store:
+        [info] = store.list_conversations(limit=100)
+        return store.load(info.id)
+
+
+def assert_tool_results_shown(log: MessageList, stderr: str, tool: str) -> None:
+    """Every call of ``tool`` got the tool's real output for its arguments, and stderr shows each result."""
+    calls = {call.id: call for m in log if isinstance(m, AssistantMessage) for call in m.tool_calls}
+    results = [m for m in log if isinstance(m, ToolMessage)]
+    assert results and all(calls[r.tool_call_id].name == tool and not r.is_error for r in results)
+    for result in results:
+        celsius = calls[result.tool_call_id].arguments["celsius"]
+        assert result.content == f"{celsius:g} °C = {celsius * 9 / 5 + 32:g} °F"
+        assert f"← {result.content}" in stderr
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     (tmp_path / "mytools.py").write_text(TOOLS_MODULE, encoding="utf-8")
@@ -64,9 +106,13 @@ def assert_one_line_error(done: subprocess.CompletedProcess[str], *fragments: st
 
 
 def test_prompt_answers_on_stdout(workdir: Path) -> None:
-    done = threadline("prompt", "What is the capital of France?", "--temperature", "0", cwd=workdir)
+    done = threadline(
+        "prompt", "What is the capital of France?", "--temperature", "0", "--max-tokens", "24", cwd=workdir
+    )
     assert done.returncode == 0, done.stderr
-    assert "Paris" in done.stdout
+    log = only_log()
+    assert [m.role for m in log] == ["user", "assistant"] and log[0].content == "What is the capital of France?"
+    assert done.stdout == shown(log)  # the answer, as logged, and nothing else
     assert "Traceback" not in done.stderr
     assert "Loading local:smollm2" in done.stderr  # progress goes to stderr, never into the answer
 
@@ -80,6 +126,7 @@ def test_prompt_streams_the_answer_as_it_is_generated(workdir: Path) -> None:
         "Write a long story about a dragon.",
         "--max-tokens",
         "150",
+        *never_stop_option(),
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     reads: list[bytes] = []
@@ -93,13 +140,18 @@ def test_prompt_streams_the_answer_as_it_is_generated(workdir: Path) -> None:
         assert process.wait(timeout=600) == 0
     # Written token by token and flushed: the pipe delivers the answer in many pieces, not once at exit.
     assert len(reads) >= 5
-    assert len(b"".join(reads).decode().split()) >= 20
+    log = only_log()
+    answer = log[-1]
+    assert isinstance(answer, AssistantMessage) and answer.usage is not None and answer.usage.output_tokens == 150
+    assert b"".join(reads).decode() == shown(log)
 
 
 def test_prompt_reads_stdin(workdir: Path) -> None:
     done = threadline("prompt", "--max-tokens", "12", cwd=workdir, stdin="Say hello.")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip()
+    log = only_log()
+    assert [m.role for m in log] == ["user", "assistant"] and log[0].content == "Say hello."
+    assert done.stdout == shown(log)
 
 
 def test_prompt_with_a_function_tool(workdir: Path) -> None:
@@ -112,13 +164,16 @@ def test_prompt_with_a_function_tool(workdir: Path) -> None:
         "required",
         "--temperature",
         "0",
+        "--max-tokens",
+        "48",
         cwd=workdir,
     )
     assert done.returncode == 0, done.stderr
     # The call and its real result are shown together on stderr; the answer is on stdout.
     assert "→ celsius_to_fahrenheit(" in done.stderr
-    assert "← 20 °C = 68 °F" in done.stderr
-    assert done.stdout.strip()
+    log = only_log()
+    assert_tool_results_shown(log, done.stderr, "celsius_to_fahrenheit")
+    assert done.stdout == shown(log)
 
 
 def test_prompt_with_an_object_whose_methods_are_tools(workdir: Path) -> None:
@@ -131,11 +186,13 @@ def test_prompt_with_an_object_whose_methods_are_tools(workdir: Path) -> None:
         "required",
         "--temperature",
         "0",
+        "--max-tokens",
+        "48",
         cwd=workdir,
     )
     assert done.returncode == 0, done.stderr
     assert "→ Units.celsius_to_fahrenheit(" in done.stderr
-    assert "°F" in done.stderr
+    assert_tool_results_shown(only_log(), done.stderr, "Units.celsius_to_fahrenheit")
 
 
 @pytest.mark.parametrize(
@@ -173,6 +230,41 @@ def test_tool_choice_for_a_tool_that_is_not_offered_is_one_line(workdir: Path) -
     assert_one_line_error(done, "tool_choice names 'launch', which is not offered")
 
 
+def test_o_sets_a_provider_setting_that_has_no_flag(workdir: Path) -> None:
+    """``-o NAME VALUE`` (llm's habit) reaches the model: a strong bias towards one token makes every token it."""
+    from threadline import get_model
+
+    local = get_model("local")
+    token = local.llama.tokenize(b" banana", add_bos=False, special=False)[0]  # type: ignore[attr-defined]
+    bias = json.dumps({str(token): 100})
+    done = threadline("prompt", "Say something.", "--max-tokens", "4", "-o", "local_logit_bias", bias, cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("banana") == 4
+    answer = only_log()[-1]
+    assert isinstance(answer, AssistantMessage) and answer.content is not None and answer.content.count("banana") == 4
+
+
+@pytest.mark.parametrize(
+    ("options", "fragments"),
+    [
+        (("-o", "local_top_q", "3"), ("unknown setting 'local_top_q' for the local model",)),
+        (("-o", "top_q", "3"), ("unknown setting 'top_q'", "provider-prefixed extra")),
+        (("-o", "temperature", "Infinity"), ("-o temperature Infinity: the value must be a finite number",)),
+        (("-o", "local_top_p", "1e999"), ("-o local_top_p 1e999: the value must be a finite number",)),
+        (("-o", "local_logit_bias", '{"2": NaN}'), ("the value must be a finite number",)),
+        (("-o", "temperature", "0", "--temperature", "1"), ("temperature is given twice",)),
+        (("-o", "local_seed", "1", "-o", "local_seed", "2"), ("-o local_seed is given twice",)),
+    ],
+)
+def test_a_bad_o_setting_is_one_line_and_nothing_is_stored(
+    workdir: Path, options: tuple[str, ...], fragments: tuple[str, ...]
+) -> None:
+    done = threadline("prompt", "hi", *options, cwd=workdir)
+    assert_one_line_error(done, *fragments)
+    assert done.returncode == 2
+    assert _stored() == []
+
+
 def test_empty_prompt_is_a_usage_error(workdir: Path) -> None:
     done = threadline("prompt", "   ", cwd=workdir)
     assert done.returncode == 2
@@ -191,10 +283,14 @@ def test_chat_keeps_the_conversation_across_lines(workdir: Path) -> None:
         stdin="What is the capital of France?\nAnd of Italy?\n",
     )
     assert done.returncode == 0, done.stderr
-    answers = [line for line in done.stdout.splitlines() if line.strip()]
-    assert len(answers) == 2
-    assert "Paris" in answers[0]
-    assert "Rome" in answers[1]  # "And of Italy?" only makes sense with the first exchange in context
+    # One conversation holds both exchanges, so "And of Italy?" was asked with the first one in its context.
+    log = only_log()
+    assert [(m.role, m.content) for m in log if m.role == "user"] == [
+        ("user", "What is the capital of France?"),
+        ("user", "And of Italy?"),
+    ]
+    assert [m.role for m in log] == ["user", "assistant", "user", "assistant"]
+    assert done.stdout == shown(log)
 
 
 # -- the store: every prompt is logged; -c and --cid continue --------------------------------------------------------
@@ -246,9 +342,9 @@ def test_prompt_store_errors_are_one_line(workdir: Path) -> None:
 
 
 def test_prompt_no_log_keeps_nothing(workdir: Path) -> None:
-    done = threadline("prompt", "--no-log", "Say hello.", "--max-tokens", "8", cwd=workdir)
+    done = threadline("prompt", "--no-log", "Say hello.", "--max-tokens", "8", *never_stop_option(), cwd=workdir)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip()
+    assert done.stdout  # eight tokens of answer were shown
     assert _stored() == []
 
 

@@ -186,22 +186,28 @@ def check_model(
         model: The model of ``-m``.
         tools: The tools of ``-T``.
         tool_choice: The ``--tool-choice``, if any.
-        settings: Model settings (`threadline.models.base.ModelSettings` fields: ``max_tokens``, ``reasoning``…).
+        settings: The turn's keyword settings, as ``prompt_conversation`` takes them (``max_tokens``,
+            ``reasoning``, provider-prefixed extras from ``-o``…).
 
     Raises:
         UserError: for a missing API key, or a setting the model refuses.
         CapabilityError: for tools, a forced tool or reasoning the model lacks.
     """
+    from ..conversation_config import SETTING_KEYS, check_settings
     from ..messages import user
     from ..models.base import ModelRequest, ModelSettings
     from ..tools import resolve_tools
 
     specs = resolve_tools(tools).specs() if tools else []
+    # As a turn reads them: unknown names refused, provider-prefixed extras (-o) gathered under ``extras``.
+    checked = check_settings(settings or {})
     request = ModelRequest(
         messages=[user("…")],
         tools=specs,
         tool_choice=tool_choice if specs else None,
-        settings=ModelSettings(**(settings or {})),
+        settings=ModelSettings(
+            **{key: value for key, value in checked.items() if key in SETTING_KEYS or key == "extras"}
+        ),
     )
     model.check(request)
 

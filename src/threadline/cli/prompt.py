@@ -7,6 +7,8 @@ Loading ``-T`` tools and ``-m`` models is `threadline.cli.loading`; showing a tu
 
 from __future__ import annotations
 
+import json
+import math
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -54,22 +56,77 @@ __all__ = [
 ]
 
 
-def _settings(max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+Options = tuple[tuple[str, str], ...]
+"""``-o NAME VALUE`` pairs as click gives them."""
+
+
+def _settings(max_tokens: int | None, temperature: float | None, options: Options = ()) -> dict[str, Any]:
+    """The keyword settings of a turn: ``-o`` pairs, then the options that have a flag of their own.
+
+    Raises:
+        CommandError: for a ``-o`` setting given twice (or also by its own flag), or a value that is not finite.
+    """
     settings: dict[str, Any] = {}
-    if max_tokens is not None:
-        settings["max_tokens"] = max_tokens
-    if temperature is not None:
-        settings["temperature"] = temperature
+    for name, text in options:
+        if name in settings:
+            raise CommandError(f"-o {name} is given twice", EXIT_USAGE)
+        settings[name] = _option_value(name, text)
+    for name, flag, value in (
+        ("max_tokens", "--max-tokens", max_tokens),
+        ("temperature", "--temperature", temperature),
+    ):
+        if value is None:
+            continue
+        if name in settings:
+            raise CommandError(f"{name} is given twice: by {flag} and by -o {name}", EXIT_USAGE)
+        settings[name] = value
     return settings
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _option_value(name: str, text: str) -> Any:
+    """``-o``'s VALUE: JSON when it parses as JSON (``40``, ``true``, ``{"2": -100}``), else the text itself.
+
+    JSON cannot carry NaN or infinities, and no provider takes them: ``NaN``, ``Infinity`` and numbers too large
+    for a float (``1e999``) are refused rather than sent as something else.
+    """
+
+    def refuse(constant: str) -> Any:
+        raise _NotFinite(constant)
+
+    try:
+        value = json.loads(text, parse_constant=refuse)
+    except _NotFinite:
+        value = math.nan
+    except ValueError:
+        return text
+    if not _finite(value):
+        raise CommandError(f"-o {name} {text}: the value must be a finite number", EXIT_USAGE)
+    return value
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return all(_finite(item) for item in value)
+    return True
 
 
 ReasoningChoice = tuple[str | bool, int | None] | None
 """``--reasoning`` and ``--reasoning-budget`` as the builder's ``.reasoning`` takes them (None: not asked for)."""
 
 
-def _check_settings(max_tokens: int | None, temperature: float | None, reasoning: ReasoningChoice) -> dict[str, Any]:
+def _check_settings(
+    max_tokens: int | None, temperature: float | None, reasoning: ReasoningChoice, options: Options = ()
+) -> dict[str, Any]:
     """The model settings `check_model` asks the model about: the per-turn ones and the reasoning of the config."""
-    settings = _settings(max_tokens, temperature)
+    settings = _settings(max_tokens, temperature, options)
     if reasoning is not None:
         from ..conversation_config import reasoning_settings
 
@@ -110,6 +167,17 @@ _max_tokens_option = click.option(
 )
 _temperature_option = click.option(
     "--temperature", type=click.FloatRange(min=0), default=None, help="Sampling temperature."
+)
+_setting_option = click.option(
+    "-o",
+    "--option",
+    "options",
+    type=(str, str),
+    multiple=True,
+    metavar="NAME VALUE",
+    help="A model setting without a flag of its own, as -o local_top_k 40 or -o openai_seed 7 (provider-prefixed "
+    "extras reach that provider's request): VALUE is read as JSON when it is JSON (a number, true, an object), "
+    "else as text. Repeatable.",
 )
 
 
@@ -243,6 +311,7 @@ def configure(
 @_mode_option
 @_max_tokens_option
 @_temperature_option
+@_setting_option
 @_reasoning_option
 @_reasoning_budget_option
 @_show_reasoning_option
@@ -262,6 +331,7 @@ def prompt(
     mode: str | None,
     max_tokens: int | None,
     temperature: float | None,
+    options: Options,
     reasoning_effort: str | None,
     reasoning_budget: int | None,
     show_reasoning: bool,
@@ -286,13 +356,13 @@ def prompt(
         model = resolve_model(model_name)
         reasoning = _reasoning(reasoning_effort, reasoning_budget)
         # Before anything is stored: a missing key, or reasoning asked of a model without it, keeps nothing.
-        check_model(model, tools, tool_choice, _check_settings(max_tokens, temperature, reasoning))
+        check_model(model, tools, tool_choice, _check_settings(max_tokens, temperature, reasoning, options))
         conversation, builder = open_conversation(store, continue_latest, cid, model)
         builder = configure(builder, system, tools, tool_choice, mode, reasoning)
         events = stderr_console()
         prepare_model(model, events)  # before the reservation: another turn must not wait for our weights
         wait_for_turn(conversation, events, wait)
-        builder.request(text).prompt_conversation(**_settings(max_tokens, temperature))
+        builder.request(text).prompt_conversation(**_settings(max_tokens, temperature, options))
         try:
             thinking = events if show_reasoning else None
             run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, thinking=thinking))
@@ -321,6 +391,7 @@ def _where(conversation: Conversation, events: Console) -> None:
 @_mode_option
 @_max_tokens_option
 @_temperature_option
+@_setting_option
 @_reasoning_option
 @_reasoning_budget_option
 @_show_reasoning_option
@@ -338,6 +409,7 @@ def chat(
     mode: str | None,
     max_tokens: int | None,
     temperature: float | None,
+    options: Options,
     reasoning_effort: str | None,
     reasoning_budget: int | None,
     show_reasoning: bool,
@@ -355,7 +427,7 @@ def chat(
         tools = load_tools(tool_specs, store)
         model = resolve_model(model_name)
         reasoning = _reasoning(reasoning_effort, reasoning_budget)
-        check_model(model, tools, None, _check_settings(max_tokens, temperature, reasoning))  # before any line
+        check_model(model, tools, None, _check_settings(max_tokens, temperature, reasoning, options))  # before any line
         conversation, builder = open_conversation(store, continue_latest, cid, model)
         events = stderr_console()
         prepare_model(model, events)
@@ -369,7 +441,7 @@ def chat(
             if not line.strip() or line.strip() in ("exit", "quit"):
                 break
             wait_for_turn(conversation, events, wait)
-            builder.request(line).prompt_conversation(**_settings(max_tokens, temperature))
+            builder.request(line).prompt_conversation(**_settings(max_tokens, temperature, options))
             label = "assistant › " if interactive else ""
             printer = TurnPrinter(stdout_writer(), events, label=label, thinking=events if show_reasoning else None)
             run_printed_turn(conversation, printer)
