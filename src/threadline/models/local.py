@@ -286,7 +286,9 @@ class LocalModel(Model):
                     raw_arguments=None if parsed.arguments is not None else parsed.raw,
                 )
             )
-        stop = "tool_calls" if calls else result.finish
+        # A call cut at max_tokens says "length", as the HTTP adapters' finish reasons do: the turn then tells the model
+        # its call was cut off by the limit, not that it wrote invalid JSON (which only makes it try the same again).
+        stop = "length" if result.finish == "length" else ("tool_calls" if calls else result.finish)
         return ModelResponse(
             content=result.text if (result.text or not calls) else None,
             tool_calls=calls,
