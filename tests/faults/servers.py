@@ -31,7 +31,11 @@ ROW = "llama.cpp server via the launcher: first answers"
 async def _answer(base_url: str, question: str) -> Conversation:
     model = OpenAIModel(LLAMA_CPP_MODEL, base_url=base_url, server="llama-cpp-python", timeout=120, max_retries=0)
     try:
-        conversation = llm.model(model).request(question).prompt_conversation(temperature=0.0, max_tokens=16)
+        # min_tokens (llama-cpp-python's extension) holds back the end of the answer for a few tokens: an answer with
+        # text whatever this CPU's build of the model would say, so an empty one means the plumbing lost it.
+        conversation = (
+            llm.model(model).request(question).prompt_conversation(temperature=0.0, max_tokens=16, openai_min_tokens=4)
+        )
         async for _ in conversation:
             pass
         return conversation

@@ -36,6 +36,7 @@ def chat(base_url: str, text: str) -> dict[str, object]:
         "model": LLAMA_CPP_MODEL,
         "messages": [{"role": "user", "content": text}],
         "max_tokens": 8,
+        "min_tokens": 4,  # llama-cpp-python's extension: a generation of a few tokens, whatever the model would say
         "temperature": 0.0,
     }
     request = urllib.request.Request(
@@ -73,7 +74,7 @@ def test_the_session_server_says_which_kernels_it_runs_with(
     llama_cpp_server: str, llama_cpp_process: RunningServer
 ) -> None:
     answer = chat(llama_cpp_server, "Say hi.")  # a generation: the step that crashes on AMX without the launcher
-    assert answer["choices"][0]["message"]["content"]  # type: ignore[index]
+    assert answer["usage"]["completion_tokens"] > 0  # type: ignore[index]
     log = llama_cpp_process.log_path.read_text(errors="replace")
     if cpu_has_amx():
         assert "llama.cpp extra CPU buffer types off (this CPU has AMX" in log
@@ -83,7 +84,7 @@ def test_the_session_server_says_which_kernels_it_runs_with(
 
 def test_a_server_forced_off_generates(forced_off: RunningServer) -> None:
     answer = chat(forced_off.base_url, "Say hi.")
-    assert answer["choices"][0]["message"]["content"]  # type: ignore[index]
+    assert answer["usage"]["completion_tokens"] > 0  # type: ignore[index]
     assert forced_off.process.poll() is None
     log = forced_off.log_path.read_text(errors="replace")
     assert "llama.cpp extra CPU buffer types off (THREADLINE_LLAMA_EXTRA_BUFFERS=off)" in log

@@ -2,10 +2,12 @@
 (``--chat_format chatml-function-calling``) on SmolLM2-135M, started once per session through
 ``python -m threadline.llama_cpp_server`` (``llama_cpp_server`` in conftest.py; see `tests.providers.llama_server`).
 
-The model is tiny, so these tests assert the protocol, never the quality of an answer: every request is accepted,
-tool calls carry real names and the server's own ids from the log to the wire and back, the log validates at
-every step, and a saved conversation continues. Where the model must call a tool it is told to by name
-(``tool_choice``); sampling is greedy (temperature 0), so a run repeats itself.
+The model is tiny, and llama.cpp is built for the CPU it runs on, so its words differ from one machine to the next:
+these tests assert the protocol, never what an answer says or how long it runs (`tests.real_models`): every request
+is accepted, tool calls carry real names and the server's own ids from the log to the wire and back, the log
+validates at every step, and a saved conversation continues. Where the model must call a tool it is told to by
+name (``tool_choice``); where a test needs text, the server's ``min_tokens`` holds back the end of the answer for a
+few tokens. Sampling is greedy (temperature 0), so a run repeats itself on one machine.
 """
 
 from __future__ import annotations
@@ -21,9 +23,13 @@ import pytest
 from threadline import AssistantMessage, Conversation, ToolMessage, Toolset, UserMessage, llm, open_store
 from threadline.models.openai import OpenAIModel
 
+from ..real_models import assert_tool_turn
 from .llama_server import LLAMA_CPP_MODEL
 
 SETTINGS = {"temperature": 0.0, "max_tokens": 48}
+# llama-cpp-python's own extension: the end of the answer is banned for its first tokens, so a test that needs text
+# gets some whatever the model would have said.
+SOME_TEXT = {"openai_min_tokens": 8}
 # The server's own ids: "call__<n>_<wire name>_<completion id>" (threadline's fresh ones are "call_<ULID>").
 SERVER_ID = re.compile(r"^call__\d+_Notes_add_note_cmpl-[0-9a-f-]+$")
 
@@ -53,21 +59,22 @@ async def model(llama_cpp_server: str) -> AsyncIterator[OpenAIModel]:
     await model.aclose()
 
 
-def assert_tool_protocol(log: list[object], rounds: int) -> None:
-    """Every call has the real name and a server id, and is answered once by a result with the same id."""
+NOTES = {"Notes.add_note": lambda text: "saved"}
+
+
+def assert_server_ids(log: list[object]) -> None:
+    """Every call carries the server's own id, unique across rounds, and is answered by a result with that id."""
     calls = [call for m in log if isinstance(m, AssistantMessage) for call in m.tool_calls]
     results = [m for m in log if isinstance(m, ToolMessage)]
-    assert len(calls) == rounds
-    assert {call.name for call in calls} == {"Notes.add_note"}
+    assert calls
     assert all(SERVER_ID.match(call.id) for call in calls), [call.id for call in calls]
-    assert len({call.id for call in calls}) == rounds  # the server's ids, unique across rounds
+    assert len({call.id for call in calls}) == len(calls)
     assert [r.tool_call_id for r in results] == [call.id for call in calls]
-    assert {r.tool_name for r in results} == {"Notes.add_note"}
 
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_plain_text(model: OpenAIModel, stream: bool) -> None:
-    answer = llm.model(model).request("Say hello to Ada.").stream(stream=stream, **SETTINGS)
+    answer = llm.model(model).request("Say hello to Ada.").stream(stream=stream, **SETTINGS, **SOME_TEXT)
     pieces = [piece async for piece in answer]
     assert answer.conversation is not None
     log = answer.conversation.messages
@@ -77,20 +84,20 @@ async def test_plain_text(model: OpenAIModel, stream: bool) -> None:
     assert reply.error is None and reply.content and "".join(pieces) == reply.content
     assert reply.model == f"openai:{LLAMA_CPP_MODEL}"
     if stream:
-        assert len(pieces) > 1  # it arrived in pieces
+        assert len(pieces) > 1  # it arrived in pieces (min_tokens makes it more than one token)
     else:
         assert reply.usage is not None and reply.usage.output_tokens > 0
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_a_multi_round_tool_loop_with_a_dotted_object_tool_ends_in_an_answer(
+async def test_a_tool_loop_of_up_to_two_rounds_with_a_dotted_object_tool_ends_in_an_answer(
     model: OpenAIModel, stream: bool
 ) -> None:
     notes = Notes()
     conversation = (
         llm.model(model)
         .tools(Toolset.from_object(notes))
-        .tool_choice("Notes.add_note")  # the first round is forced; later rounds are the model's choice ("auto")
+        .tool_choice("Notes.add_note")  # the first round is forced; the second is the model's choice ("auto")
         .max_tool_rounds(2)
         .request("Remember to buy milk.")
         .prompt_conversation(stream=stream, **SETTINGS)
@@ -99,31 +106,19 @@ async def test_a_multi_round_tool_loop_with_a_dotted_object_tool_ends_in_an_answ
     async for message in conversation:
         seen.append(message)
         conversation.messages.validate()  # at every step, not only at the end
-    assert [type(m) for m in seen] == [AssistantMessage, ToolMessage, AssistantMessage, ToolMessage, AssistantMessage]
-    assert_tool_protocol(seen, rounds=2)
-    assert len(notes.items) == 2 and all(r.content == "saved" for r in seen if isinstance(r, ToolMessage))
-    final = seen[-1]
-    assert isinstance(final, AssistantMessage) and final.error is None and not final.tool_calls
-    assert final.content  # an answer, whatever it says
-    assert conversation.last_turn is not None and conversation.last_turn.stop_reason == "max_tool_rounds"
-
-
-async def test_max_tool_rounds_makes_the_model_answer(model: OpenAIModel) -> None:
-    notes = Notes()
-    conversation = (
-        llm.model(model)
-        .tools(Toolset.from_object(notes))
-        .tool_choice("Notes.add_note")
-        .max_tool_rounds(1)
-        .request("Remember the dentist on Monday.")
-        .prompt_conversation(**SETTINGS)
+    assert conversation.last_turn is not None
+    rounds = assert_tool_turn(
+        seen,
+        tools=NOTES,
+        max_rounds=2,
+        stop_reason=conversation.last_turn.stop_reason,
+        forced="Notes.add_note",
+        max_tokens=SETTINGS["max_tokens"],
     )
-    messages = [message async for message in conversation]
-    assert [type(m) for m in messages] == [AssistantMessage, ToolMessage, AssistantMessage]
-    assert_tool_protocol(messages, rounds=1)
-    assert conversation.last_turn is not None and conversation.last_turn.stop_reason == "max_tool_rounds"
-    assert messages[-1].content and not messages[-1].tool_calls  # type: ignore[union-attr]
-    conversation.messages.validate()
+    assert rounds in (1, 2)
+    assert_server_ids(seen)
+    successful = [r for r in seen if isinstance(r, ToolMessage) and not r.is_error]
+    assert len(notes.items) == len(successful)  # each result answers a call that ran
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -132,7 +127,7 @@ async def test_prompt_for_type(model: OpenAIModel, stream: bool) -> None:
     verdict = await (
         conversation.continuation.model(model)
         .request("Is the job done, and how many items are left?")
-        .prompt_for_type_async(Verdict, stream=stream, **SETTINGS)
+        .prompt_for_type_async(Verdict, stream=stream, temperature=0.0, max_tokens=128)
     )
     assert isinstance(verdict, Verdict)
     conversation.messages.validate()
@@ -162,9 +157,11 @@ async def test_a_saved_conversation_reloads_and_continues_on_the_same_server(
 
         reloaded = Conversation.load(first.id, store)
         assert list(reloaded.messages) == saved  # real names and the server's ids, as they were
-        assert_tool_protocol(list(reloaded.messages), rounds=1)
+        assert_server_ids(list(reloaded.messages))
         # The next request carries the assistant message that only called a tool: the server must accept it.
-        reply = await reloaded.continuation.model(model).request("What did you note?").prompt_async(**SETTINGS)
+        reply = (
+            await reloaded.continuation.model(model).request("What did you note?").prompt_async(**SETTINGS, **SOME_TEXT)
+        )
         assert reply
         again = Conversation.load(first.id, store)
         again.messages.validate()
