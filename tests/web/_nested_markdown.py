@@ -73,7 +73,7 @@ def _contain(lines: list[str], kind: str) -> list[str]:
     return [marker + lines[0]] + [indent + line if line else "" for line in lines[1:]]
 
 
-def nested_markdown(rng: random.Random, depth: int | None = None) -> tuple[str, list[str]]:
+def nested_document(rng: random.Random, depth: int | None = None) -> tuple[str, list[str]]:
     """A random nested document (``depth`` containers deep, 1 to 200 when None) and the words it holds."""
     while True:
         words = Words(rng)

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from playwright.sync_api import expect
 
-from tests.web._nested_markdown import WORD, missing_words, nested_markdown
+from tests.web._nested_markdown import WORD, missing_words, nested_document
 from threadline import AssistantMessage, UserMessage
 from threadline.testing import ScriptedModel
 
@@ -63,7 +63,7 @@ def test_random_nested_markdown_keeps_every_word(sqlite_store, serve) -> None:
         @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
         @given(st.randoms(use_true_random=False))
         def every_word_shows(rng: random.Random) -> None:
-            text, words = nested_markdown(rng)
+            text, words = nested_document(rng)
             conv = answer_conversation(sqlite_store, text)
             for where, html in pages_of(http, conv.id).items():
                 assert missing_words(words, html) == [], (where, text)

@@ -5,86 +5,14 @@ connections open for as long as the bytes kept coming, or forever when none came
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
+from tests.web._serve_process import DEADLINE, SlowClient, threadline_serve
 from threadline import AssistantMessage, UserMessage
 from threadline.store import open_store
-
-# The server's limit is 10 s for a whole request (threadline.web.request_deadline); this only proves it ended.
-DEADLINE = 40.0
-TRICKLE = 0.4  # seconds between two bytes
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def threadline_serve(store_url: str) -> Iterator[str]:
-    """``threadline serve`` in a subprocess; yields its base URL, stops it with Ctrl+C."""
-    port = free_port()
-    command = [sys.executable, "-m", "threadline", "serve", "--store", store_url, "--port", str(port)]
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"}
-    ) as process:
-        try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            assert f"http://127.0.0.1:{port}/" in line, line + (process.stderr.read() if process.stderr else "")
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.send_signal(signal.SIGINT)
-            _, errors = process.communicate(timeout=30)
-    assert "Traceback" not in errors, errors
-
-
-class SlowClient(threading.Thread):
-    """A raw connection that sends ``first`` at once, then ``then`` one byte every `TRICKLE` seconds (repeating it),
-    reading whatever comes back, until the server closes the connection or `DEADLINE` passes."""
-
-    def __init__(self, port: int, first: bytes, then: bytes) -> None:
-        super().__init__(daemon=True)
-        self.port, self.first, self.then = port, first, then
-        self.closed_after: float | None = None
-        self.received = b""
-        self.done = threading.Event()  # set to hang up
-
-    def run(self) -> None:
-        started = time.monotonic()
-        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
-            sock.settimeout(TRICKLE)
-            try:
-                sock.sendall(self.first)
-                position = 0
-                while time.monotonic() - started < DEADLINE and not self.done.is_set():
-                    try:
-                        data = sock.recv(65536)
-                    except TimeoutError:
-                        if self.then:
-                            sock.sendall(self.then[position % len(self.then) : position % len(self.then) + 1])
-                            position += 1
-                        continue
-                    if not data:
-                        break
-                    self.received += data
-                else:
-                    return  # still open at the deadline, or hung up
-            except OSError:  # reset by the server while sending
-                pass
-        self.closed_after = time.monotonic() - started
 
 
 def test_slow_clients_are_closed_and_the_others_served(tmp_path: Path) -> None:
@@ -95,8 +23,8 @@ def test_slow_clients_are_closed_and_the_others_served(tmp_path: Path) -> None:
         store.append(conv.id, [UserMessage(content="Hi"), AssistantMessage(content="Hello", model="m")])
     finally:
         store.close()
-    with threadline_serve(store_url) as url:
-        port = int(url.rsplit(":", 1)[1])
+    with threadline_serve(store_url) as serving:
+        url, port = serving.url, serving.port
         host = b"Host: 127.0.0.1\r\n"
         slow = {
             "sends nothing": SlowClient(port, b"", b""),
@@ -128,4 +56,5 @@ def test_slow_clients_are_closed_and_the_others_served(tmp_path: Path) -> None:
         live.done.set()
         live.join(timeout=10)
     assert served > 5
+    assert "Traceback" not in serving.errors, serving.errors
     assert slow["kept alive, then slow"].received.startswith(b"HTTP/1.1 200")
