@@ -90,6 +90,7 @@ def serve(
         import uvicorn
 
         from ..web import create_app
+        from ..web.request_deadline import KEEP_ALIVE_SECONDS, RequestDeadlineProtocol
     except ImportError:
         raise CommandError(
             "threadline serve needs the 'web' extra: pip install 'threadline[web]'", EXIT_USAGE
@@ -103,8 +104,17 @@ def serve(
         app = create_app(
             store, model=model, tools=loaded, token=token, allowed_hosts=[*served_names(host), *allow_hosts]
         )
+        # A request must arrive whole within seconds and an idle kept-alive connection closes (slow clients: see
+        # threadline.web.request_deadline).
         config = uvicorn.Config(
-            app, log_level="warning", timeout_graceful_shutdown=2, lifespan="on", ws="none", access_log=False
+            app,
+            http=RequestDeadlineProtocol,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
+            log_level="warning",
+            timeout_graceful_shutdown=2,
+            lifespan="on",
+            ws="none",
+            access_log=False,
         )
         server = uvicorn.Server(config)
         url = _url(host, sock.getsockname()[1], token)

@@ -43,12 +43,13 @@ from ..messages import MODES, AssistantMessage, Message, ToolMessage, content_fo
 from ..models import DEFAULT_MODELS, Model, default_model_name
 from ..store import MessagePage, Store, open_store, whole_tool_groups
 from .branches import ForkPoint, compare, fork, fork_point, rename
+from .downloads import content_disposition
 from .find import Finding, find
 from .live import event_stream
 from .markdown import highlight_css
 from .outline import outline_page
 from .reading import PART_CHARS, artifact_text, full_text
-from .render import markup, page_document, pager_query, render_items, safe_name, stylesheet
+from .render import markup, page_document, pager_query, render_items, stylesheet
 from .security import PAGE_CSP, Guard
 from .state import MAX_PARAM, Viewer, in_thread, int_param
 from .timeline import Item, build_items, fork_links, note_match_past_cut
@@ -437,7 +438,7 @@ async def export_json(viewer: Viewer, request: Request) -> Response:
     return Response(
         messages.to_json(),
         media_type="application/json",
-        headers={"content-disposition": f'attachment; filename="{safe_name(cid)}.json"', "cache-control": "no-store"},
+        headers={"content-disposition": content_disposition(cid, "json"), "cache-control": "no-store"},
     )
 
 
@@ -465,7 +466,7 @@ async def export_html(viewer: Viewer, request: Request) -> Response:
     return HTMLResponse(
         html,
         headers={
-            "content-disposition": f'attachment; filename="{safe_name(cid)}.html"',
+            "content-disposition": content_disposition(cid, "html"),
             "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
             "cache-control": "no-store",
         },

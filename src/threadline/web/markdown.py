@@ -8,17 +8,31 @@ Safe by construction, whatever a message holds:
   such a link stays text), and open apart from the viewer (``rel="noopener noreferrer nofollow"``);
 - an image becomes a link to it, so a message never makes the browser fetch anything by itself.
 
+Never hides a word of the message (a reviewer reads the log here): markdown-it drops what lies deeper than its nesting
+limit (20 block quotes, about 10 list levels), a table row's cells past the header's, a code fence's info string past
+its first word and every link reference definition. Definitions and info strings are shown as written; and each
+rendering is checked against the text (`_shows_every_word`): when a word of the text is not on the rendered page (as
+text, a link's address or title, or an ordered list's number), the whole message is shown as written instead, under a
+note saying why.
+
 Rendered HTML is cached by text (the same message renders once however often its part of the log is shown), so a
 page of a 10,000-message conversation costs what its own few messages cost, once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
+from html import unescape
+from html.parser import HTMLParser
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import normalizeReference, unescapeAll
+from markdown_it.rules_block import reference
+from markdown_it.rules_block.state_block import StateBlock
 from markdown_it.token import Token
 from markupsafe import Markup, escape
 from pygments import highlight
@@ -34,6 +48,12 @@ LIGHT_STYLE = "default"
 DARK_STYLE = "github-dark"
 _FORMATTER = HtmlFormatter(nowrap=True)
 LINK_REL = "noopener noreferrer nofollow"
+AS_WRITTEN_NOTE = "Shown as written: rendered as Markdown, part of this text would not be shown."
+_WORD = re.compile(r"[^\W_]+")
+# The label of a full reference link, "[text][label]": the page shows the text, the definition shows the label.
+_FULL_REFERENCE = re.compile(r"\]\[((?:[^\[\]\\]|\\.)+)\]")
+# A character reference as markdown-it reads one; outside code it shows as the character it names.
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 
 
 def _highlight(code: str, language: str, attributes: str) -> str:
@@ -56,13 +76,43 @@ def _link_open(renderer: Any, tokens: Sequence[Token], index: int, options: Any,
 
 
 def _image(renderer: Any, tokens: Sequence[Token], index: int, options: Any, env: Any) -> str:
-    """An image as a link to it (alt text as the label): nothing is fetched unless the reader follows it."""
+    """An image as a link to it (alt text as the label, its title on hover): nothing is fetched unless the reader
+    follows it. An image no browser could fetch from here (a relative path) shows its source as text."""
     token = tokens[index]
     source = str(token.attrGet("src") or "")
-    label = escape(token.content or source)
+    title = str(token.attrGet("title") or "")
     if not source.lower().startswith(("https://", "http://")):
-        return f"[image: {label}]"
-    return f'<a href="{escape(source)}" rel="{LINK_REL}" target="_blank">image: {label}</a>'
+        shown = [token.content or source]
+        if token.content and source:
+            shown.append(f"({source})")
+        if title:
+            shown.append(f"“{title}”")
+        return f"[image: {escape(' '.join(shown))}]"
+    hover = f' title="{escape(title)}"' if title else ""
+    label = escape(token.content or source)
+    return f'<a href="{escape(source)}" rel="{LINK_REL}" target="_blank"{hover}>image: {label}</a>'
+
+
+def _fence(renderer: Any, tokens: Sequence[Token], index: int, options: Any, env: Any) -> str:
+    """A fenced block under its info string (markdown-it keeps only its first word, as a class no one sees)."""
+    info = unescapeAll(tokens[index].info).strip()
+    code = str(renderer.fence(tokens, index, options, env))
+    return f'<div class="code-info">{escape(info)}</div>\n{code}' if info else code
+
+
+def _reference(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """A link reference definition, kept as a token to show (markdown-it drops it from the page once read)."""
+    if not reference(state, start, end, silent):
+        return False
+    if not silent:
+        token = state.push("link_definition", "", 0)
+        token.content = state.getLines(start, state.line, state.blkIndent, False).strip()
+        token.map = [start, state.line]
+    return True
+
+
+def _link_definition(renderer: Any, tokens: Sequence[Token], index: int, options: Any, env: Any) -> str:
+    return f'<p class="link-definition">{escape(tokens[index].content)}</p>\n'
 
 
 _ALIGNMENTS = {"text-align:left": "align-left", "text-align:center": "align-center", "text-align:right": "align-right"}
@@ -89,13 +139,66 @@ def _parser() -> MarkdownIt:
     parser.add_render_rule("image", _image)
     parser.add_render_rule("th_open", _cell_open)
     parser.add_render_rule("td_open", _cell_open)
+    parser.add_render_rule("fence", _fence)
+    parser.block.ruler.at("reference", _reference)
+    parser.add_render_rule("link_definition", _link_definition)
     return parser
+
+
+class _Shown(HTMLParser):
+    """What rendered HTML puts before a reader: its text, and each link's address and title (shown on hover)."""
+
+    def __init__(self, parser: MarkdownIt) -> None:
+        super().__init__(convert_charrefs=True)
+        self.markdown = parser
+        self.text: list[str] = []
+        self.attributes: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if tag == "a" and name in ("href", "title") and value:
+                self.attributes.append(value)
+                if name == "href":  # and as written: markdown-it percent-encodes it and punycodes its host
+                    self.attributes.append(self.markdown.normalizeLinkText(value))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _words(text: str) -> Counter[str]:
+    return Counter(_WORD.findall(text))
+
+
+def _shows_every_word(text: str, html: str, tokens: Sequence[Token], references: Mapping[str, Any]) -> bool:
+    """Whether each word of Markdown ``text`` (each occurrence) is shown by ``html``, its rendering: in its text, a
+    link's address or title; or, from its parse, the number an ordered list item was written with (``tokens``) or the
+    label of a link to a defined reference (``references``: the parse's ``env["references"]``; the definition shows
+    it)."""
+    shown = _Shown(_parser())
+    shown.feed(html)
+    shown.close()
+    # Text as the browser runs it together ("a<em>b</em>" reads "ab") and piece by piece (a highlighted "% o" + "f").
+    words = _words("".join(shown.text)) | _words(" ".join(shown.text))
+    words += _words(" ".join(shown.attributes))
+    words += _words(" ".join(token.info for token in tokens if token.type == "list_item_open"))
+    labels = (label for label in _FULL_REFERENCE.findall(text) if normalizeReference(label) in references)
+    words += _words(" ".join(labels))
+    # A character reference shows as its character outside code and as written inside it: either reading may hold.
+    decoded = _ENTITY.sub(lambda match: unescape(match.group()), text)
+    return not _words(text) - words or not _words(decoded) - words
 
 
 @lru_cache(maxsize=4_096)
 def render_markdown(text: str) -> Markup:
-    """The HTML of Markdown ``text`` (safe to put in a page as it is: see the module docstring)."""
-    return Markup(_parser().render(text))
+    """The HTML of Markdown ``text`` (safe to put in a page as it is: see the module docstring); the text as written,
+    under a note, when its rendering would not show every word of it."""
+    parser = _parser()
+    env: dict[str, Any] = {}
+    tokens = parser.parse(text, env)
+    html = parser.renderer.render(tokens, parser.options, env)
+    if _shows_every_word(text, html, tokens, env.get("references", {})):
+        return Markup(html)
+    return Markup(f'<p class="as-written-note">{AS_WRITTEN_NOTE}</p>\n<div class="as-written">{escape(text)}</div>')
 
 
 def _rules(style: str) -> list[str]:

@@ -24,7 +24,8 @@ from starlette.responses import Response, StreamingResponse
 from .._artifact_names import is_artifact_name
 from ..messages import Message, ToolMessage
 from ..store import Store
-from .render import markup, safe_name
+from .downloads import content_disposition
+from .render import markup
 from .state import Viewer, in_thread, int_param
 
 __all__ = ["PART_CHARS", "artifact_text", "full_text", "read_message", "text_of"]
@@ -68,7 +69,7 @@ def _download(text: str, name: str) -> Response:
         _chunks(text, escaped=False),
         media_type="text/plain; charset=utf-8",
         headers={
-            "content-disposition": f'attachment; filename="{safe_name(name)}.txt"',
+            "content-disposition": content_disposition(name, "txt"),
             "cache-control": "no-store",
         },
     )

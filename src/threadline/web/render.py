@@ -19,7 +19,7 @@ from ..store import PageInfo
 from .markdown import highlight_css, render_markdown
 from .timeline import Item
 
-__all__ = ["environment", "markup", "page_document", "pager_query", "render_items", "safe_name", "stylesheet"]
+__all__ = ["environment", "markup", "page_document", "pager_query", "render_items", "stylesheet"]
 
 _WORD = re.compile(r"[^\W_]+")
 _ARTIFACT_URI = re.compile(r"artifact://([^\s/]+)/([A-Za-z0-9_][A-Za-z0-9_.:~-]*)")
@@ -141,11 +141,6 @@ def page_document(page: PageInfo) -> str:
         f"<title>{escape(page.title)}</title><style>{css}</style></head>"
         f"<body>{page.html}{script}</body></html>"
     )
-
-
-def safe_name(text: str) -> str:
-    """A file name made of ``text``: letters, digits, ``-`` and ``_`` (anything else becomes ``_``)."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:100] or "conversation"
 
 
 def markup(text: str) -> Markup:
