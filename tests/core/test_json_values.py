@@ -161,6 +161,20 @@ def test_a_native_dict_with_a_value_json_cannot_hold_in_meta_ui_is_refused(kind:
     assert (info.value.position, info.value.field) == (0, "meta")
 
 
+def test_a_key_that_is_not_text_at_the_top_of_arguments_or_ui_names_the_message_and_field() -> None:
+    """Before: msgspec's "- at `key` in `$…`" was not read, and the error named no message."""
+    documents = [
+        ({"version": "2.1", "messages": [{"role": "user", "content": "q"}, _call({1: "one"})]}, 1, "tool_calls"),
+        ({"version": "2.1", "messages": [{"role": "user", "content": "q", "meta": {"ui": {2: "x"}}}]}, 0, "meta.ui"),
+    ]
+    for document, position, field in documents:
+        with pytest.raises(
+            MessageListDeserializationError, match=rf"^messages\[{position}\]\.{field}.*: a key: "
+        ) as info:
+            MessageList.from_dict(document)
+        assert info.value.position == position
+
+
 @pytest.mark.parametrize("kind", list(NOT_JSON))
 def test_a_fluent_dict_with_a_value_json_cannot_hold_is_refused(kind: str) -> None:
     call = {"type": "ToolCallMessage", "tool_name": "f", "tool_call_id": "c1", "arguments": {"x": NOT_JSON[kind]}}

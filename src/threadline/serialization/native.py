@@ -269,7 +269,7 @@ def _load_data(data: Any) -> list[Message]:
     )
 
 
-_PATH = re.compile(r"^(?P<text>.*) - at `\$(?P<path>[^`]*)`$", re.S)
+_PATH = re.compile(r"^(?P<text>.*) - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`$", re.S)
 _INDEX = re.compile(r"^\.messages\[(?P<index>\d+)\](?P<rest>.*)$")
 _MISSING = re.compile(r"missing required field `(?P<field>[^`]+)`")
 
@@ -281,6 +281,8 @@ def _validation_error(exc: msgspec.ValidationError) -> MessageListDeserializatio
     if not match:
         return MessageListDeserializationError(text)
     detail, path = match.group("text"), match.group("path")
+    if match.group("key"):  # a key of a free-form field (tool-call arguments, meta.ui), not a value
+        detail = f"a key: {detail}"
     position: int | None = None
     index_match = _INDEX.match(path)
     if index_match:
