@@ -28,7 +28,7 @@ import msgspec
 from .._json_values import TOO_DEEP, nested_too_deeply
 from .._text import replace_surrogates_in
 from ..errors import MessageListDeserializationError
-from ..message_fields import problem_field, value_problem
+from ..message_fields import MAX_COUNT, problem_field, value_problem
 from ..messages import AssistantMessage, Attachment, Message
 from .fields import decode_json, kind_name
 from .fluent_v1 import read_fluent_v1
@@ -198,7 +198,24 @@ def checked_values(messages: list[Message], *, free_form: bool = True) -> list[M
     Raises:
         MessageListDeserializationError: naming the position and field of the first that is not.
     """
-    for position, message in enumerate(messages):
+    if not free_form:
+        # Decoded from JSON text: the one value left to judge is a token count (an int, by its type), so only a
+        # message whose counts are out of range is judged in full (this runs on every `from_json`).
+        suspects = [
+            position
+            for position, message in enumerate(messages)
+            if type(message) is AssistantMessage
+            and (usage := message.usage) is not None
+            and not (
+                0 <= usage.input_tokens <= MAX_COUNT
+                and 0 <= usage.output_tokens <= MAX_COUNT
+                and 0 <= usage.reasoning_tokens <= MAX_COUNT
+            )
+        ]
+        candidates: Any = ((position, messages[position]) for position in suspects)
+    else:
+        candidates = enumerate(messages)
+    for position, message in candidates:
         problem = value_problem(message, free_form=free_form)
         if problem is not None:
             raise MessageListDeserializationError(
