@@ -19,18 +19,24 @@ from typing import Any
 import msgspec
 import pytest
 
+from tests.store._backends import backend_url
 from threadline import (
     AssistantMessage,
     MessageList,
     MessageListDeserializationError,
     ProtocolError,
     ToolCall,
+    ToolMessage,
     Usage,
     UserMessage,
+    llm,
+    open_store,
+    request_hash,
 )
 from threadline._text import MAX_NESTING
 from threadline.messages import MessageMeta
 from threadline.serialization.file_messages import message_from_file, messages_from_file_data
+from threadline.testing import ScriptedModel
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -249,3 +255,23 @@ def test_whatever_a_reader_returns_can_be_written_and_read_back() -> None:
     log = MessageList.from_dict(document)
     assert MessageList.from_json(log.to_json()) == log
     assert msgspec.json.decode(log.to_json())["messages"][1]["tool_calls"][0]["arguments"]["n"] == 2**70
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_turn_with_arguments_at_the_limit_is_stored_hashed_and_sent_again(backend: str, tmp_path: Any) -> None:
+    """Everything that walks a logged call's arguments takes them as deep as the log keeps them: the tool's
+    validation, the store, the context window's estimate and the request hash (the viewer and tracing: their tests)."""
+
+    def probe(city: Any) -> str:
+        """Take anything."""
+        return "probed"
+
+    arguments = {"city": nested(MAX_NESTING - 1)}
+    model = ScriptedModel([AssistantMessage(tool_calls=[ToolCall(id="c1", name="probe", arguments=arguments)]), "done"])
+    with backend_url(backend, tmp_path) as url, open_store(url) as store:
+        conversation = llm.model(model).tools(probe).store(store).request("go").prompt_conversation()
+        assert conversation.continuation.prompt() == "done"
+        assert [m.content for m in conversation.messages if isinstance(m, ToolMessage)] == ["probed"]
+        assert store.load(conversation.id) == conversation.messages
+        assert model.requests[1].messages[-2].tool_calls[0].arguments == arguments  # sent back whole
+        assert request_hash(model="x", messages=conversation.messages) != request_hash(model="x", prompt="go")
