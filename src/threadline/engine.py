@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from ._ids import new_id
+from ._json_values import json_problem
 from ._masking import environment_secrets, mask_secrets
 from .errors import ModelError, UserError
+from .message_fields import count_problem
 from .messages import (
     DEFAULT_META,
     INTERRUPTED_TOOL,
@@ -470,9 +472,11 @@ def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
     """What a model returned, made safe to log: every field has the type the log's schema declares, so a stored log
     always loads again.
 
-    The rules: tool-call ``arguments`` that are not a JSON object (a list, a number, a dict that cannot be written
-    as JSON) are kept as ``raw_arguments`` text, so the tool result is an "invalid arguments" error the model can
-    correct; ``arguments=None`` means no arguments; a usage or model name of the wrong type is dropped. What cannot
+    The rules: tool-call ``arguments`` that are not a JSON object the log keeps exactly (a list, a number, a dict
+    holding a value JSON cannot hold or nested more than 128 levels deep: see `threadline._json_values`) are kept
+    as ``raw_arguments`` text, so the tool result is an "invalid arguments" error the model can
+    correct; ``arguments=None`` means no arguments; a usage whose counts are not counts (not an int, below 0, past
+    2**63 - 1) or a model name of the wrong type is dropped. What cannot
     be repaired — content that is not text, a tool call without a name, a tool-call id that is not a string — makes
     the call fail with a `ModelError` (``type="invalid_response"``), logged like any other failure; so does
     reasoning that is not a list of `Reasoning` with text fields.
@@ -484,9 +488,12 @@ def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
     calls = response.tool_calls
     usage = response.usage
     name = response.model
-    # Token counts are exactly ints: a bool is an int to isinstance, but not a count.
+    # Token counts are ints from 0 to 2**63 - 1 (a bool is an int to isinstance, but not a count).
     usage_ok = usage is None or (
-        isinstance(usage, Usage) and type(usage.input_tokens) is int and type(usage.output_tokens) is int
+        isinstance(usage, Usage)
+        and count_problem(usage.input_tokens) is None
+        and count_problem(usage.output_tokens) is None
+        and count_problem(usage.reasoning_tokens) is None
     )
     name_ok = name is None or isinstance(name, str)
     if content is not None and not isinstance(content, str):
@@ -564,28 +571,11 @@ def _checked_call(call: Any, index: int, model_name: str) -> ToolCall:
         raw = _as_text(raw)
     if arguments is None:
         arguments = {}
-    if not isinstance(arguments, dict) or not _json_object(arguments):
+    if not isinstance(arguments, dict) or (arguments and json_problem(arguments) is not None):
         arguments, raw = {}, raw if raw is not None else _as_text(arguments)
     if arguments is call.arguments and raw is call.raw_arguments:
         return call
     return ToolCall(id=call.id, name=call.name, arguments=arguments, raw_arguments=raw)
-
-
-def _json_object(arguments: dict[Any, Any]) -> bool:
-    """Whether a dict is a JSON object the log can hold: string keys, values JSON can write."""
-    for key in arguments:
-        if not isinstance(key, str):
-            return False
-    if not arguments:
-        return True
-    try:
-        _encode(arguments)
-    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
-        return False
-    return True
-
-
-_encode = msgspec.json.encode
 
 
 def _as_text(value: Any) -> str:

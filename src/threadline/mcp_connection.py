@@ -90,6 +90,10 @@ class _Session:
     read_stream: Any = None
     broken: bool = False
     stderr: IO[str] | None = None
+    # Set by the start: done once the tools are listed (or the start failed).
+    ready: asyncio.Future[None] | None = None
+    # Set when `close` stopped the session while it was starting.
+    closed: bool = False
 
     def alive(self) -> bool:
         if self.broken or self.client is None or (self.task is not None and self.task.done()):
@@ -136,6 +140,8 @@ class MCPConnection:
         self._thread: threading.Thread | None = None
         self._session: _Session | None = None  # touched only on the connection's loop
         self._opening: asyncio.Lock | None = None  # made on the connection's loop
+        # The session being started and the task waiting for it, so `close` can stop a start (on the loop, too).
+        self._starting: tuple[_Session, asyncio.Task[Any] | None] | None = None
         _open_connections.add(self)
 
     # -- used from any thread ------------------------------------------------------------------------------------
@@ -268,7 +274,16 @@ class MCPConnection:
     async def _shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
             session, self._session = self._session, None
+            starting, self._starting = self._starting, None
             self._opening = None  # bound to this loop; a later call makes a new loop
+            if starting is not None:
+                # A start still waiting for the server: stop it now (its server is stopped as any other), and let
+                # whoever waits for it hear why before the loop stops.
+                pending, waiter = starting
+                pending.closed = True
+                await _abandon(pending)
+                if waiter is not None and not waiter.done():
+                    await asyncio.wait({waiter}, timeout=_CLOSE_WAIT)
             if session is not None:
                 await _end(session)
         finally:
@@ -293,30 +308,40 @@ class MCPConnection:
             return session
 
     async def _start(self) -> _Session:
+        # The SDK is imported before the clock starts: on a busy machine its first import takes seconds, which are
+        # ours, not the server's.
+        import mcp.client.stdio  # noqa: F401
+
         session = _Session()
         if self.command is not None:
             # The server's stderr (its logs; its traceback if it fails) goes to a temporary file, not our terminal;
             # the end of it is quoted when the server fails to start.
             session.stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        session.ready = ready
         session.task = asyncio.ensure_future(self._own(session, ready))
+        self._starting = (session, asyncio.current_task())
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
         except TimeoutError:
             tail = self._redact(_stderr_tail(session))
-            ready.cancel()
-            await _end(session)
+            await _abandon(session)
             reason = f"it did not finish starting within {self.start_timeout:g} s"
             raise MCPConnectionError(f"MCP server {self.label}: {reason}{tail}", reason) from None
         except BaseException as exc:
             tail = self._redact(_stderr_tail(session))
-            ready.cancel()
-            await _end(session)
+            await _abandon(session)
+            if session.closed:
+                reason = "the toolset was closed while the server was starting"
+                raise MCPConnectionError(f"MCP server {self.label}: {reason}", reason) from None
             if isinstance(exc, Exception):
                 failed = "could not be started" if self.command is not None else "could not be reached"
                 reason = self._redact(self._start_failure(exc))
                 raise MCPConnectionError(f"MCP server {self.label} {failed}: {reason}{tail}", reason) from None
             raise
+        finally:
+            if self._starting is not None and self._starting[0] is session:
+                self._starting = None
         return session
 
     async def _own(self, session: _Session, ready: asyncio.Future[None]) -> None:
@@ -467,6 +492,17 @@ async def _end(session: _Session) -> None:
     finally:
         if session.stderr is not None:
             session.stderr.close()
+
+
+async def _abandon(session: _Session) -> None:
+    """Stop a session that never finished starting: its owner task is cancelled at once, since it never reached
+    the point where it waits to be told to stop (waiting for that cost up to `_CLOSE_WAIT` more seconds after a
+    start that had timed out). Cancelling it runs the SDK's stop sequence, so no server process is left running."""
+    if session.ready is not None and not session.ready.done():
+        session.ready.cancel()
+    if session.task is not None and not session.task.done():
+        session.task.cancel()
+    await _end(session)
 
 
 async def _list(client: Client) -> ServerListing:

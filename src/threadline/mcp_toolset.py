@@ -48,8 +48,9 @@ class MCPToolset(BaseToolset):
 
     Nothing runs until the tools are first needed (iterating, ``len``, ``names()``, ``name`` when not given,
     ``instructions``, or a call); then the server is started (or the URL connected) and its tools listed, which
-    blocks the calling thread up to ``timeout`` seconds. In async code, ``await toolset.aconnect()`` first keeps
-    that wait off the event loop. The connection is kept for every later turn, from any thread or event loop, and
+    blocks the calling thread up to ``start_timeout`` seconds (by default ``timeout``), plus the few the SDK takes to
+    stop a server that did not answer. In async code, ``await toolset.aconnect()`` first keeps that wait off the
+    event loop. The connection is kept for every later turn, from any thread or event loop, and
     closed by `close` / `aclose` (or ``with`` / ``async with``), when the toolset is garbage-collected, or at exit.
 
     Raises (on first use):
@@ -106,8 +107,9 @@ class MCPToolset(BaseToolset):
             url=endpoint,
             env=env,
             timeout=self.timeout,
-            # Starting may mean installing (``uvx``) or importing a large package: never less than a minute.
-            start_timeout=float(start_timeout) if start_timeout is not None else max(self.timeout, 60.0),
+            # ``timeout`` bounds the start too, as a caller giving one expects (before, the start waited at least a
+            # minute whatever it said); a server installed on its first start (``uvx``) may need ``start_timeout``.
+            start_timeout=float(start_timeout) if start_timeout is not None else self.timeout,
             label=label,
         )
         # Collected with the toolset: stop the server without waiting (the atexit hook waits for what remains).

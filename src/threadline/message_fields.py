@@ -8,19 +8,25 @@ engine's edge (`threadline.engine.check_response`); everything else that enters 
 anything is written.
 
 The check mirrors what the decoder refuses: a field of the wrong type, a ``bool`` where a count is declared, a
-reasoning ``position`` below zero, an unknown ``mode``, tool-call arguments or ``meta.ui`` that JSON cannot hold. A
-user or tool message with the shared default meta takes a handful of type checks (about 0.3 µs); an assistant
-message with tool calls and reasoning about 3 µs (its arguments are encoded once to be sure JSON holds them).
+reasoning ``position`` below zero, an unknown ``mode``; and what the log cannot keep exactly: tool-call arguments or
+``meta.ui`` holding anything but JSON values or nested more than 128 levels deep (`threadline._json_values`), a
+``duration_ms`` of nan or an infinity, a token count below 0 or past ``2**63 - 1``. A user or tool message with the
+shared default meta takes a handful of type checks (about 0.3 µs); an assistant message with tool calls and
+reasoning about 3 µs (its arguments are encoded and decoded once to be sure JSON keeps them).
+
+`value_problem` is the part of the check the readers need (`threadline.serialization`): what a message's declared
+types let through, for messages they have just made from a dict or JSON text.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import msgspec
-
+from ._json_values import json_problem
 from .attachments import Attachment
 from .messages import (
     DEFAULT_META,
@@ -29,6 +35,7 @@ from .messages import (
     NO_ITEMS,
     AssistantMessage,
     LLMError,
+    Message,
     MessageMeta,
     Reasoning,
     SystemMessage,
@@ -38,9 +45,10 @@ from .messages import (
     UserMessage,
 )
 
-__all__ = ["field_problem"]
+__all__ = ["MAX_COUNT", "count_problem", "field_problem", "problem_field", "value_problem"]
 
-_encode = msgspec.json.encode
+MAX_COUNT = 2**63 - 1
+"""The largest token count a log keeps."""
 
 
 def field_problem(message: Any) -> str | None:
@@ -72,10 +80,61 @@ def field_problem(message: Any) -> str | None:
         if type(message.is_error) is not bool:
             return _wrong("is_error", message.is_error, "bool")
         duration = message.duration_ms
-        if duration is not None and not _is_number(duration):
-            return _wrong("duration_ms", duration, "float or None")
+        if duration is not None:
+            if not _is_number(duration):
+                return _wrong("duration_ms", duration, "float or None")
+            if not math.isfinite(duration):
+                return _non_finite_duration(duration)
         return None
     return _assistant_problem(message)
+
+
+def value_problem(message: Message, *, free_form: bool = True) -> str | None:
+    """What a reader checks of a message it has just made, whose fields already have their declared types: the values
+    those types let through that the log cannot keep exactly (described as by `field_problem`); None when there are
+    none.
+
+    That is a token count below 0 or past `MAX_COUNT`, a ``duration_ms`` of nan or an infinity, and, with
+    ``free_form``, tool-call arguments or ``meta.ui`` holding something other than JSON values (``object()``, bytes,
+    a tuple, a key that is not text), which `MessageList.from_dict` took and ``to_json`` could then not write.
+    ``free_form=False`` is for messages decoded from JSON text, whose free-form values can only be JSON.
+    """
+    if free_form and message.meta is not DEFAULT_META and message.meta.ui:
+        problem = _free_form_problem("meta.ui", message.meta.ui)
+        if problem is not None:
+            return problem
+    if isinstance(message, AssistantMessage):
+        if free_form:
+            for index, call in enumerate(message.tool_calls):
+                if call.arguments:
+                    problem = _free_form_problem(f"tool_calls[{index}].arguments", call.arguments)
+                    if problem is not None:
+                        return problem
+        usage = message.usage
+        if usage is not None:
+            for name in ("input_tokens", "output_tokens", "reasoning_tokens"):
+                problem = count_problem(getattr(usage, name))
+                if problem is not None:
+                    return f"usage.{name} {problem}"
+    elif isinstance(message, ToolMessage):
+        duration = message.duration_ms
+        if duration is not None and not math.isfinite(duration):
+            return _non_finite_duration(duration)
+    return None
+
+
+def problem_field(problem: str) -> str:
+    """The top-level field a problem of `field_problem` or `value_problem` is about (``"tool_calls"`` for
+    ``"tool_calls[0].arguments cannot be …"``), for errors that name their field."""
+    match = _FIELD.match(problem)
+    return match.group() if match else ""
+
+
+_FIELD = re.compile(r"[a-z_]+")
+
+
+def _non_finite_duration(duration: float) -> str:
+    return f"duration_ms is {duration!r}, expected a finite number or None (JSON has no {duration!r})"
 
 
 def _assistant_problem(message: AssistantMessage) -> str | None:
@@ -106,9 +165,19 @@ def _assistant_problem(message: AssistantMessage) -> str | None:
         if not isinstance(usage, Usage):
             return _wrong("usage", usage, "Usage or None")
         for name in ("input_tokens", "output_tokens", "reasoning_tokens"):
-            value = getattr(usage, name)
-            if not _is_int(value):
-                return _wrong(f"usage.{name}", value, "int")
+            problem = count_problem(getattr(usage, name))
+            if problem is not None:
+                return f"usage.{name} {problem}"
+    return None
+
+
+def count_problem(value: Any) -> str | None:
+    """Why ``value`` is not a token count (an int from 0 to ``2**63 - 1``: what every store, exporter and
+    OpenTelemetry attribute takes), worded to follow the field's name; None when it is one."""
+    if not _is_int(value):
+        return f"is of type {type(value).__name__}, expected int"
+    if not 0 <= value <= MAX_COUNT:
+        return f"is {value}, expected a count from 0 to 2**63 - 1"
     return None
 
 
@@ -122,7 +191,7 @@ def _call_problem(call: Any) -> str | None:
     if not isinstance(call.arguments, dict):
         return _wrong("arguments", call.arguments, "dict")
     if call.arguments:
-        problem = _json_problem("arguments", call.arguments)
+        problem = _free_form_problem("arguments", call.arguments)
         if problem is not None:
             return problem
     if call.raw_arguments is not None and not isinstance(call.raw_arguments, str):
@@ -164,16 +233,13 @@ def _meta_problem(meta: Any) -> str | None:
         return _wrong("meta.include_in_context", meta.include_in_context, "bool")
     if not isinstance(meta.ui, dict):
         return _wrong("meta.ui", meta.ui, "dict")
-    return _json_problem("meta.ui", meta.ui) if meta.ui else None
+    return _free_form_problem("meta.ui", meta.ui) if meta.ui else None
 
 
-def _json_problem(name: str, value: dict[str, Any]) -> str | None:
-    """Why a free-form field (tool-call arguments, ``meta.ui``) cannot be written as JSON, or None."""
-    try:
-        _encode(value)
-    except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
-        return f"{name} cannot be written as JSON ({exc})"
-    return None
+def _free_form_problem(name: str, value: dict[str, Any]) -> str | None:
+    """Why a free-form field (tool-call arguments, ``meta.ui``) is not a JSON value the log keeps exactly, or None."""
+    problem = json_problem(value)
+    return None if problem is None else f"{name} cannot be written as JSON ({problem})"
 
 
 def _list_problem(name: str, items: Any, check: Callable[[Any], str | None]) -> str | None:

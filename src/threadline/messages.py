@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, SupportsIndex, TypeAlias, overload
 import msgspec
 
 from ._ids import new_id
+from ._json_values import TOO_DEEP
 from ._text import MAX_NESTING, replace_non_finite_in, replace_surrogates, replace_surrogates_in
 from .attachments import Attachment, clean_attachment
 from .errors import ProtocolError
@@ -101,7 +102,10 @@ def _utc(value: Any) -> Any:
 def _clean_meta(meta: MessageMeta) -> MessageMeta:
     ids = (meta.run_id, meta.node_id, meta.agent_id)
     cleaned = tuple(_text(value) for value in ids)
-    ui = replace_non_finite_in(replace_surrogates_in(meta.ui))
+    try:
+        ui = replace_non_finite_in(replace_surrogates_in(meta.ui))
+    except ValueError:
+        raise ValueError(f"meta.ui is {TOO_DEEP} (the log keeps no deeper value)") from None
     if ui is meta.ui and all(new is old for new, old in zip(cleaned, ids, strict=True)):
         return meta
     return msgspec.structs.replace(meta, run_id=cleaned[0], node_id=cleaned[1], agent_id=cleaned[2], ui=ui)
@@ -175,9 +179,11 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     Attributes:
         id: The call id, unique within the log; tool results refer to it.
         name: The tool's real name (e.g. ``Notes.add_note``), never a provider's wire name.
-        arguments: The parsed arguments.
-        raw_arguments: The model's argument text when it was not valid JSON (``arguments`` is then empty); kept so
-            the failure is visible and the log translates back losslessly.
+        arguments: The parsed arguments: a JSON object, nested at most ``threadline._text.MAX_NESTING`` (128)
+            levels deep (a deeper one is refused with a `ValueError` naming the call).
+        raw_arguments: The model's argument text when it was not a JSON object the log can keep (not valid JSON, or
+            nested more than 128 levels deep; ``arguments`` is then empty); kept so the failure is visible, the
+            model is told it is invalid, and the log translates back losslessly.
     """
 
     id: str
@@ -203,7 +209,14 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
             name = _text(name)
             self.id = _text(self.id)
             if isinstance(arguments, dict):
-                self.arguments = replace_non_finite_in(replace_surrogates_in(arguments))
+                try:
+                    cleaned = replace_surrogates_in(arguments)
+                except ValueError:
+                    raise ValueError(
+                        f"tool call {self.id!r:.60}: arguments are {TOO_DEEP} (the log keeps no deeper value; a "
+                        "model's argument text that deep is kept as raw_arguments)"
+                    ) from None
+                self.arguments = replace_non_finite_in(cleaned)
             self.raw_arguments = _text(self.raw_arguments)
         self.name = _shared(name)
 

@@ -45,9 +45,25 @@ class Careless(Model):
 
 
 def bad_call(**fields: Any) -> ToolCall:
-    """A ToolCall with fields of any type (msgspec structs do not check types when made in Python)."""
+    """A ToolCall with fields of any type (msgspec structs do not check types when made in Python); its arguments
+    are set after it is made, as a careless model may do."""
     values = {"id": "c1", "name": "echo", "arguments": {}, **fields}
-    return ToolCall(id=values["id"], name=values["name"], arguments=values["arguments"])
+    call = ToolCall(id=values["id"], name=values["name"])
+    call.arguments = values["arguments"]
+    return call
+
+
+def nested(depth: int) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    inner = top
+    for _ in range(depth - 1):
+        inner["a"] = {}
+        inner = inner["a"]
+    return top
+
+
+DEEP_200 = nested(200)
+DEEP_3000 = nested(3_000)
 
 
 def echo(text: str = "nothing") -> str:
@@ -85,8 +101,15 @@ def done() -> list[Any]:
         (42, "42"),
         ({1: "a"}, None),  # keys that are not strings
         ({"text": object()}, None),  # a value JSON cannot hold
+        # Values JSON writes as something else (issue 31): kept, the log in memory was not the log stored.
+        ({"text": (1, 2)}, '{"text":[1,2]}'),
+        ({"text": b"hi"}, None),
+        # Nested deeper than the log keeps, set after the call was made (a call made so deep is refused at once):
+        # 3,000 levels failed the model call with RecursionError; 200 were stored and then failed every load.
+        (DEEP_200, None),
+        (DEEP_3000, None),
     ],
-    ids=["list", "string", "number", "non-string-keys", "not-json"],
+    ids=["list", "string", "number", "non-string-keys", "not-json", "tuple", "bytes", "deep-200", "deep-3000"],
 )
 async def test_arguments_that_are_not_a_json_object_become_an_error_the_model_can_correct(
     store: Store, arguments: Any, raw: str | None
@@ -175,4 +198,18 @@ async def test_a_tuple_of_calls_a_usage_and_a_model_name_of_the_wrong_type_are_t
     assert call_message.usage is None and call_message.model == "careless"
     assert isinstance(result, ToolMessage) and result.content == "hi"
     assert isinstance(answer, AssistantMessage) and answer.usage is None
+    assert_loads_and_validates(conversation, store)
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [Usage(input_tokens=-1), Usage(output_tokens=2**63), Usage(reasoning_tokens=True), Usage(reasoning_tokens="2")],  # type: ignore[arg-type]
+    ids=["below-zero", "past-64-bits", "bool", "text"],
+)
+async def test_a_usage_whose_counts_are_not_counts_is_dropped(store: Store, usage: Usage) -> None:
+    model = Careless([TextDelta("fine"), ModelResponse(content="fine", usage=usage)])
+    conversation = turn(store, model)
+    new = [m async for m in conversation]
+    (answer,) = new
+    assert isinstance(answer, AssistantMessage) and answer.content == "fine" and answer.usage is None
     assert_loads_and_validates(conversation, store)

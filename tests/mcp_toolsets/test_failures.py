@@ -130,7 +130,7 @@ def test_a_server_that_cannot_restart_gives_error_results_and_the_loop_goes_on(s
 
 
 def test_a_call_that_hangs_past_the_timeout_is_cancelled_and_the_server_keeps_serving(servers: Servers) -> None:
-    demo = servers.demo(timeout=1.5)
+    demo = servers.demo(timeout=1.5, start_timeout=60)  # the demo server may take longer than that to start
     hung, pid = run_calls(demo, [("Demo.hang", {})], [("Demo.pid", {})])
     assert hung.is_error and "did not answer within 1.5 s" in hung.content
     assert not pid.is_error and int(pid.content) > 0

@@ -71,7 +71,7 @@ def run_calls(toolset: Any, *items: tuple[str, dict[str, Any]]) -> list[ToolMess
 
 
 def test_a_remote_ref_in_a_schema_is_never_fetched(servers: Servers, recorder: Recorder) -> None:
-    refs = servers.stdio([sys.executable, str(REF_SERVER), recorder.url], name="Refs", timeout=5)
+    refs = servers.stdio([sys.executable, str(REF_SERVER), recorder.url], name="Refs", timeout=5, start_timeout=60)
     remote, bad, good = run_calls(
         refs, ("Refs.remote", {"x": "s"}), ("Refs.mixed", {"count": "many", "x": 1}), ("Refs.mixed", {"count": 2})
     )
@@ -89,7 +89,7 @@ def test_a_remote_ref_to_an_address_that_never_answers_does_not_hang_the_call(se
         listener.listen(5)
         listener.settimeout(0)
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/schema.json"
-        refs = servers.stdio([sys.executable, str(REF_SERVER), url], name="Refs", timeout=5)
+        refs = servers.stdio([sys.executable, str(REF_SERVER), url], name="Refs", timeout=5, start_timeout=60)
         refs.connect()
         finished: list[list[ToolMessage]] = []
         worker = threading.Thread(target=lambda: finished.append(run_calls(refs, ("Refs.remote", {"x": "s"}))))

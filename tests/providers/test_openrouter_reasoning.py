@@ -324,10 +324,18 @@ async def test_odd_entries_are_kept_as_they_came_or_left_out_and_the_log_still_v
     ]
 
 
-async def test_a_piece_edited_by_hand_is_not_sent_and_nothing_else_is_lost(router: FakeOpenRouter) -> None:
+@pytest.mark.parametrize(
+    "redacted",
+    # Not JSON; JSON nested far too deeply to read (before: the request could not be built, RecursionError).
+    ["{not json", "[" * 3_000 + "]" * 3_000],
+    ids=["not-json", "too-deep"],
+)
+async def test_a_piece_edited_by_hand_is_not_sent_and_nothing_else_is_lost(
+    router: FakeOpenRouter, redacted: str
+) -> None:
     good = routed_log()[1]
     assert isinstance(good, AssistantMessage)
-    broken = Reasoning(text="edited", redacted="{not json", provider="openrouter")
+    broken = Reasoning(text="edited", redacted=redacted, provider="openrouter")
     log = MessageList([user("Weather in Paris?"), msgspec.structs.replace(good, reasoning=[broken, *good.reasoning])])
     model = make(router, SONNET)
     router.reply("Fine.")
@@ -359,6 +367,16 @@ async def test_an_upstream_body_that_is_not_json_is_shown_as_it_is(router: FakeO
     with pytest.raises(ModelError, match=r"Provider returned error \(Anthropic: upstream timed out\)"):
         await run(llm.model(model).request("Hi").prompt_conversation())
     await model.aclose()
+
+
+async def test_an_upstream_body_nested_too_deeply_to_read_is_shown_as_text(router: FakeOpenRouter) -> None:
+    model = make(router, SONNET, max_retries=0)
+    metadata = {"raw": "[" * 3_000 + "]" * 3_000, "provider_name": "Anthropic"}
+    router.add(Status(400, {"error": {"message": "Provider returned error", "code": 400, "metadata": metadata}}))
+    with pytest.raises(ModelError, match=r"Provider returned error \(Anthropic: \[\[\[") as caught:
+        await run(llm.model(model).request("Hi").prompt_conversation())
+    await model.aclose()
+    assert caught.value.type == "bad_request"
 
 
 async def test_an_answer_with_plain_thinking_only_keeps_it_as_plain_thinking(router: FakeOpenRouter) -> None:

@@ -34,6 +34,19 @@ from threadline.store import ConversationInfo, ImportItem, Store, open_store
 
 CALL = ToolCall(id="c1", name="f", arguments={})
 
+
+def deep_call(depth: int) -> AssistantMessage:
+    """A message whose call's arguments were set ``depth`` levels deep after the call was made."""
+    arguments: dict[str, Any] = {}
+    inner = arguments
+    for _ in range(depth - 1):
+        inner["a"] = {}
+        inner = inner["a"]
+    call = ToolCall(id="c", name="f")
+    call.arguments = arguments
+    return AssistantMessage(tool_calls=[call])
+
+
 # (a message made with a field of the wrong type, the words the error names it by)
 MISTYPED: list[tuple[Any, str]] = [
     (UserMessage(content=123), "content is of type int, expected str"),
@@ -66,6 +79,32 @@ MISTYPED: list[tuple[Any, str]] = [
     (ToolMessage(tool_call_id="c1", tool_name="f", content={"ok": 1}), "content is of type dict, expected str"),
     (ToolMessage(tool_call_id="c1", tool_name="f", content="ok", is_error="no"), "is_error is of type str"),
     (ToolMessage(tool_call_id="c1", tool_name="f", content="ok", duration_ms="1"), "duration_ms is of type str"),
+    # Values JSON cannot hold, or holds as something else (issue 31): before, msgspec wrote bytes as base64 text, a
+    # tuple or a set as a list, a datetime as text, so the stored log was no longer the log in memory; nan as null.
+    *(
+        (
+            AssistantMessage(tool_calls=[ToolCall(id="c", name="f", arguments={"v": value})]),
+            f"tool_calls[0].arguments cannot be written as JSON (.v {words}",
+        )
+        for value, words in [
+            (b"raw", "is of type bytes"),
+            ((1, 2), "is a tuple"),
+            ({1, 2}, "is of type set"),
+            (datetime(2024, 5, 1, tzinfo=UTC), "is of type datetime"),
+            ({1: "one"}, "has a key of type int"),
+        ]
+    ),
+    (UserMessage(content="a", meta=MessageMeta(ui={"when": b"x"})), "meta.ui cannot be written as JSON (.when is"),
+    (ToolMessage(tool_call_id="c1", tool_name="f", content="ok", duration_ms=float("nan")), "duration_ms is nan"),
+    (ToolMessage(tool_call_id="c1", tool_name="f", content="ok", duration_ms=float("inf")), "duration_ms is inf"),
+    (AssistantMessage(content="a", usage=Usage(input_tokens=-1)), "usage.input_tokens is -1, expected a count"),
+    (AssistantMessage(content="a", usage=Usage(output_tokens=2**64)), "usage.output_tokens is 18446744073709551616"),
+    # Arguments set deeper than the log keeps after the call was made (made so deep, it is refused at once): before,
+    # 3,000 levels broke the check with RecursionError, and 200 were stored and then failed every load.
+    *(
+        (deep_call(depth), "tool_calls[0].arguments cannot be written as JSON (it is nested more than 128 levels deep)")
+        for depth in (200, 3_000)
+    ),
 ]
 IDS = [f"{type(message).__name__}-{words.split(' ')[0]}" for message, words in MISTYPED]
 

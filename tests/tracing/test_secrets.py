@@ -25,6 +25,7 @@ from threadline import (
     llm,
     tool,
 )
+from threadline._text import MAX_NESTING
 from threadline.generate import generate_text
 from threadline.testing import ScriptedModel
 
@@ -330,3 +331,23 @@ def test_a_number_under_a_secret_sounding_name_is_masked_where_it_stands_and_now
     recorded = attributes(spans.one("execute_tool summarize"))["gen_ai.tool.call.arguments"]
     assert "4000 word report" in recorded and "max_tokens" in recorded and "4000," not in recorded
     assert not recorded.rstrip("}").endswith("4000")
+
+
+def test_arguments_at_the_nesting_limit_and_deeper_text_are_masked_without_a_crash(spans: Spans) -> None:
+    """Masking walks the arguments (issue 31): a secret 127 levels down in arguments as deep as the log keeps, and in
+    argument text 100,000 levels deep (kept as text), is masked, and the turn goes on."""
+    spans.instrument(include_content=True)
+    deep: dict[str, Any] = {"password": SECRET}
+    for _ in range(MAX_NESTING - 2):
+        deep = {"layer": deep}
+    text = '{"password": "' + SECRET + '", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    calls = [
+        ToolCall(id="c1", name="echo", arguments={"text": deep}),
+        ToolCall(id="c2", name="echo", raw_arguments=text),
+    ]
+    model = ScriptedModel([AssistantMessage(tool_calls=calls), "Done."])
+    assert llm.model(model).tools(echo).request("Go").prompt() == "Done."
+    assert places(spans, SECRET) == []
+    first, second = spans.named("execute_tool echo")
+    assert attributes(first)["error.type"] == "invalid_arguments"  # a dict is not a text
+    assert "nested more than 128 levels deep" in (second.status.description or "")

@@ -10,8 +10,9 @@ import time
 
 import httpx
 
-from tests.web._data import page_conversation, simple_conversation, weather_conversation
-from threadline import AssistantMessage, MessageList, ToolCall, ToolMessage, UserMessage
+from tests.web._data import get_weather, page_conversation, simple_conversation, weather_conversation
+from threadline import AssistantMessage, MessageList, ToolCall, ToolMessage, UserMessage, llm
+from threadline._text import MAX_NESTING
 from threadline.testing import ScriptedModel
 from threadline.web.security import PAGE_CSP
 
@@ -266,3 +267,28 @@ def test_out_of_range_numbers_in_the_query_are_a_clear_400(sqlite_store, serve) 
                 if line.startswith("data:"):
                     assert json.loads(line[5:])["seq"] >= 0
                     break
+
+
+def test_arguments_at_the_nesting_limit_and_deeper_text_show_and_export(sqlite_store, serve) -> None:
+    """A call whose arguments nest as deep as the log keeps (128 levels), and one whose argument text nests 100,000
+    levels (kept as text), open in the viewer and export, whose rendering, search text and masking walk them."""
+    deep: dict = {"leaf": "deepest-value"}
+    for _ in range(MAX_NESTING - 2):
+        deep = {"password": deep}
+    text = '{"a":' * 100_000 + "1" + "}" * 100_000
+    calls = [
+        ToolCall(id="c1", name="get_weather", arguments={"city": deep}),
+        ToolCall(id="c2", name="get_weather", raw_arguments=text),
+    ]
+    model = ScriptedModel([AssistantMessage(tool_calls=calls), "Which city, plainly?"])
+    conversation = llm.model(model).tools(get_weather).store(sqlite_store).request("Weather?").prompt_conversation()
+    assert conversation.continuation.prompt() == "Which city, plainly?"
+    served = serve(sqlite_store, model=ScriptedModel([]))
+    with client(served) as http:
+        timeline = http.get(f"/c/{conversation.id}")
+        assert timeline.status_code == 200 and "nested more than 128 levels deep" in timeline.text
+        assert http.get("/", params={"q": "deepest-value"}).status_code == 200
+        exported = http.get(f"/c/{conversation.id}/export.json")
+        assert exported.status_code == 200
+        assert MessageList.from_json(exported.text) == sqlite_store.load(conversation.id)
+        assert http.get(f"/c/{conversation.id}/export.html").status_code == 200

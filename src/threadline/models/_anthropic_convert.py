@@ -81,9 +81,11 @@ from ._convert_common import (
     catalog_for,
     final_tool_name,
     image_bytes,
+    input_arguments,
     parse_arguments,
     plain,
     served_model,
+    too_deep_to_read,
 )
 from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
@@ -573,6 +575,10 @@ def parse_message(data: bytes | str, context: WireContext) -> ModelResponse:
         message = _decode_message(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise ModelError(f"Anthropic sent a response that is not a message: {exc}", type="bad_response") from None
+    except RecursionError:
+        # A tool input far deeper than the log keeps: in a body it is an object no decoder can build (a stream
+        # carries it as text, which is kept as raw_arguments).
+        raise too_deep_to_read("Anthropic's response") from None
     if message.error is not None:
         raise error_from(message.error)
     texts: list[str] = []
@@ -593,9 +599,7 @@ def parse_message(data: bytes | str, context: WireContext) -> ModelResponse:
                 if order is not None:
                     order.text()
         elif kind == "tool_use":
-            arguments = block.input if isinstance(block.input, dict) else {}
-            raw = None if isinstance(block.input, dict) or block.input is None else _encode(block.input).decode("utf-8")
-            uses.append((block.id, block.name or "", arguments, raw))
+            uses.append((block.id, block.name or "", *input_arguments(block.input)))
             if order is not None:
                 order.tool()
         elif kind == "thinking" or kind == "redacted_thinking":
@@ -658,6 +662,8 @@ class MessageStream(StreamReader):
             item = _decode_event(data)
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise ModelError(f"Anthropic sent an unreadable stream event: {exc}", type="bad_response") from None
+        except RecursionError:
+            raise too_deep_to_read("a stream event of Anthropic") from None
         kind = item.type or event
         if kind == "content_block_delta":
             delta = item.delta

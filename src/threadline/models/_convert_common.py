@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from .._ids import new_id
+from .._json_values import nested_too_deeply, object_from_text
 from ..errors import ModelError, UserError
 from ..messages import Attachment, Message, ToolCall, UserMessage
 from .base import ModelRequest
@@ -36,9 +37,11 @@ __all__ = [
     "data_url",
     "final_tool_name",
     "image_bytes",
+    "input_arguments",
     "parse_arguments",
     "plain",
     "served_model",
+    "too_deep_to_read",
 ]
 
 FINAL_TOOL = "final_result"
@@ -49,7 +52,6 @@ between them (Claude's "Checking Paris." before a call and "Now Rome." after it)
 message items. Text blocks side by side (a text split where its citations change) are one text, joined as they came.
 """
 
-_json_decode = msgspec.json.Decoder().decode
 _json_encode = msgspec.json.Encoder().encode
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -110,19 +112,36 @@ class IdMap:
 
 
 def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
-    """Tool-argument text as ``(arguments, raw_arguments)``: raw text is kept only when it is not a JSON object.
+    """Tool-argument text as ``(arguments, raw_arguments)``: raw text is kept only when it is not a JSON object the
+    log can keep (not JSON, not an object, or nested more than the log's limit: a model once sent arguments 3,000
+    levels deep, and the call failed with `RecursionError`); the model is then told its arguments were invalid.
 
     Empty text means no arguments (some servers send ``""`` for a tool without parameters).
     """
     if not text or text.isspace():
         return {}, None
-    try:
-        value = _json_decode(text)
-    except (msgspec.DecodeError, UnicodeDecodeError):
-        return {}, text
-    if isinstance(value, dict):
+    value = object_from_text(text)
+    return ({}, text) if value is None else (value, None)
+
+
+def too_deep_to_read(what: str) -> ModelError:
+    """The error for a body or stream event holding a value nested too deeply for a JSON decoder to build (it raised
+    `RecursionError`): a ``bad_response``, logged like any failed call, not a crash of the turn."""
+    return ModelError(f"{what} holds a value nested too deeply to read", type="bad_response")
+
+
+def input_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
+    """A tool input that came as a JSON value, not text (Anthropic's ``tool_use.input``), as ``(arguments,
+    raw_arguments)``: anything but an object the log can keep is kept as its JSON text, as `parse_arguments` keeps
+    text."""
+    if value is None:
+        return {}, None
+    if isinstance(value, dict) and not nested_too_deeply(value):
         return value, None
-    return {}, text
+    try:
+        return {}, _json_encode(value).decode("utf-8")
+    except RecursionError:  # built by the decoder, so this deep only on a stack already deeper than the decoder's
+        raise too_deep_to_read("the server's tool input") from None
 
 
 def arguments_text(call: ToolCall) -> str:

@@ -57,7 +57,7 @@ def upstream_text(metadata: Any) -> str | None:
         return None
     try:
         inner = error_text(_decode(raw))
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply to read
         inner = None
     text = inner or raw.strip()
     provider = metadata.get("provider_name")

@@ -66,6 +66,7 @@ from ._convert_common import (
     parse_arguments,
     plain,
     served_model,
+    too_deep_to_read,
 )
 from ._error_text import upstream_text
 from ._openai_files import CHAT_FILES, file_part
@@ -470,6 +471,8 @@ def _decode(data: bytes | str) -> _Body:
         raise ModelError(
             f"the server sent a response that is not a chat completion: {exc}", type="bad_response"
         ) from None
+    except RecursionError:
+        raise too_deep_to_read("the server's response") from None
 
 
 def _calls(

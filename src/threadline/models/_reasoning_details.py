@@ -73,7 +73,7 @@ def entry(kept: Reasoning) -> dict[str, Any] | None:
         return None
     try:
         envelope = _decode(kept.redacted)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # RecursionError: a log edited to nest it too deeply
         return None
     if not _is_entry(envelope):
         return None

@@ -73,6 +73,7 @@ from ._convert_common import (
     parse_arguments,
     plain,
     served_model,
+    too_deep_to_read,
 )
 from ._openai_files import RESPONSES_FILES, file_part
 from .base import ModelRequest, ModelResponse, ReasoningDelta
@@ -567,6 +568,8 @@ def parse_response(data: bytes | str, context: ResponsesContext) -> ModelRespons
         raise ModelError(
             f"OpenAI sent a body that is not a Responses API response: {exc}", type="bad_response"
         ) from None
+    except RecursionError:
+        raise too_deep_to_read("the Responses API's response") from None
     return _answer(response, response.output or [], context, None)
 
 
@@ -610,6 +613,8 @@ class ResponsesStream(StreamReader):
             if data.lstrip().startswith("{") or event.startswith("response.") or event == "error":
                 raise ModelError(f"OpenAI sent an unreadable stream event: {exc}", type="bad_response") from None
             return None  # a keepalive of a proxy or server in between: nothing of the answer was in it
+        except RecursionError:
+            raise too_deep_to_read("a stream event of the Responses API") from None
         kind = item.type or event
         if kind in ("response.output_text.delta", "response.refusal.delta"):
             delta = item.delta

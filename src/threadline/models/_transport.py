@@ -415,7 +415,7 @@ class Endpoint:
 
         try:
             return quota_used_up(msgspec.json.decode(body))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply to read
             return False
 
     def _detail(self, body: bytes) -> str:
@@ -427,7 +427,7 @@ class Endpoint:
         text = body.decode("utf-8", "replace").strip()
         try:
             text = error_text(msgspec.json.decode(body)) or text
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # nested too deeply to read: the body's text is shown
             pass
         text = " ".join(mask_secrets(text, self._secrets).split())  # one line, even from an HTML error page
         return text if len(text) <= _DETAIL_LIMIT else text[:_DETAIL_LIMIT] + "…"

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from .._json_values import json_problem
 from ..errors import MessageListDeserializationError
 
 __all__ = [
@@ -157,11 +158,20 @@ def iso_timestamp(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def result_text(value: Any) -> str:
-    """A tool result as the log keeps it: text as it is, any other JSON value as JSON text."""
+def result_text(value: Any, key: str = "result") -> str:
+    """A tool result as the log keeps it: text as it is, any other JSON value as JSON text.
+
+    Raises:
+        FieldError: naming ``key`` if the value is not a JSON value (an ``object()``, a ``datetime``, nan, a tuple in
+            a dict given to `MessageList.from_dict`: see `threadline._json_values`), rather than keeping whatever
+            ``str()`` makes of it.
+    """
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    problem = json_problem(value)
+    if problem is not None:
+        raise FieldError(f"{key}: not a JSON value ({problem})", key)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def decode_json(data: str | bytes | bytearray | memoryview) -> Any:

@@ -22,6 +22,7 @@ import msgspec
 
 from .._ids import new_id
 from ..errors import MessageListDeserializationError
+from ..message_fields import problem_field, value_problem
 from ..messages import (
     MODES,
     AssistantMessage,
@@ -216,7 +217,7 @@ def message_from_file(item: Any, names: Mapping[str, str] | None = None) -> Mess
         MessageListDeserializationError: naming the field.
     """
     try:
-        return _message(item, names or {})
+        return _checked(_message(item, names or {}))
     except FieldError as exc:
         raise MessageListDeserializationError(str(exc), field=exc.field) from None
     except ValueError as exc:  # what a message constructor refuses (a value nested too deeply)
@@ -279,10 +280,32 @@ def _message(item: Any, names: Mapping[str, str]) -> Message:
             tool_name=name,
             content=text,
             is_error=is_error,
-            duration_ms=float(duration) if duration is not None else None,
+            duration_ms=_milliseconds(duration),
             **common,
         )
     raise FieldError(f"role: unknown role {role!r} (expected system, user, assistant or tool)", "role")
+
+
+def _milliseconds(duration: float | None) -> float | None:
+    """A tool result's ``duration`` as a float (JSON allows a whole number of any length, a float does not)."""
+    if duration is None:
+        return None
+    try:
+        return float(duration)
+    except OverflowError:
+        raise FieldError("duration: too large a number of milliseconds", "duration") from None
+
+
+def _checked(message: Message) -> Message:
+    """A message just read, if its values are ones the log keeps exactly (see `value_problem`).
+
+    Raises:
+        FieldError: naming the field (``duration``: nan, an object in the arguments or the UI fields).
+    """
+    problem = value_problem(message)
+    if problem is not None:
+        raise FieldError(problem, problem_field(problem))
+    return message
 
 
 def message_to_file(message: Message) -> dict[str, Any]:
@@ -370,7 +393,7 @@ def messages_from_file_data(data: Any) -> list[Message]:
     position = 0
     try:
         for position, item in enumerate(data):  # noqa: B007 - the except below names the message by it
-            message = _message(item, names)
+            message = _checked(_message(item, names))
             if isinstance(message, AssistantMessage):
                 names.update((call.id, call.name) for call in message.tool_calls)
             out.append(message)

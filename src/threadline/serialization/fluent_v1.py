@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._json_values import json_problem
 from ..errors import MessageListDeserializationError
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
-from .fields import READ_ERRORS, kind_name, positioned, required_field, result_text
+from .fields import READ_ERRORS, FieldError, kind_name, positioned, required_field, result_text
 
 __all__ = ["read_fluent_v1"]
 
@@ -65,9 +66,14 @@ def _read_item(item: Any, position: int, out: list[Message]) -> None:
         arguments = required_field(item, "arguments", dict, position, optional=True) or {}
         error = item.get("error")
         call = ToolCall(id=call_id, name=name, arguments=dict(arguments))
+        problem = json_problem(call.arguments) if call.arguments else None
+        if problem is not None:  # `object()` in a dict given to from_dict: to_json could not write it
+            raise FieldError(f"arguments cannot be written as JSON ({problem})", "arguments")
         out.append(AssistantMessage(content=text or None, tool_calls=[call]))
         if error is not None:
-            out.append(ToolMessage(tool_call_id=call_id, tool_name=name, content=result_text(error), is_error=True))
+            out.append(
+                ToolMessage(tool_call_id=call_id, tool_name=name, content=result_text(error, "error"), is_error=True)
+            )
         else:
             out.append(ToolMessage(tool_call_id=call_id, tool_name=name, content=result_text(item.get("result"))))
     else:

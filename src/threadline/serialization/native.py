@@ -12,8 +12,9 @@ Versions of the threadline format (``{"version": ..., "messages": [...]}``):
 
 Every reader either returns a whole log or raises `MessageListDeserializationError` naming the position and field.
 What a reader returns can always be written back: text follows the log's rule (lone surrogates become U+FFFD, see
-`threadline._text`), times are in UTC, values nest at most `threadline._text.MAX_NESTING` deep, and no two messages
-share an id (stores key messages by id, so a duplicate would be dropped or refused there).
+`threadline._text`), times are in UTC, values nest at most `threadline._text.MAX_NESTING` deep, free-form values
+(tool-call arguments, ``meta.ui``) are JSON values, numbers are finite and counts are counts (`checked_values`), and
+no two messages share an id (stores key messages by id, so a duplicate would be dropped or refused there).
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from .._json_values import TOO_DEEP, nested_too_deeply
 from .._text import replace_surrogates_in
 from ..errors import MessageListDeserializationError
+from ..message_fields import MAX_COUNT, problem_field, value_problem
 from ..messages import AssistantMessage, Attachment, Message
 from .fields import decode_json, kind_name
 from .fluent_v1 import read_fluent_v1
@@ -34,6 +37,7 @@ from .openai_chat import read_openai_chat
 __all__ = [
     "FORMAT_VERSION",
     "READABLE_VERSIONS",
+    "checked_values",
     "decode_message",
     "decode_messages",
     "dump_dict",
@@ -112,7 +116,7 @@ def decode_message(data: bytes | str) -> Message:
     """
     try:
         message: Message = _message_decoder.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError) as exc:
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError, RecursionError) as exc:
         raise MessageListDeserializationError(f"not a stored message: {exc}") from None
     return message
 
@@ -125,7 +129,7 @@ def decode_messages(rows: list[bytes]) -> list[Message]:
     """
     try:
         messages: list[Message] = _messages_decoder.decode(b"[" + b",".join(rows) + b"]")
-    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError) as exc:
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError, RecursionError) as exc:
         raise MessageListDeserializationError(f"a stored message is damaged: {exc}") from None
     return messages
 
@@ -159,7 +163,8 @@ def load_json(text: str | bytes) -> list[Message]:
         pass
     else:
         if document.version in READABLE_VERSIONS:
-            return _unique_ids(document.messages)
+            # JSON text holds only JSON values: only the numbers their types let through are left to check.
+            return _unique_ids(checked_values(document.messages, free_form=False))
     try:
         data = decode_json(text)
     except UnicodeError as exc:
@@ -176,14 +181,65 @@ def load_data(data: Any) -> list[Message]:
     wrong type), which it refuses with `UnicodeEncodeError`; the data is then read again with the rule applied.
     """
     try:
-        return _unique_ids(_load_data(data))
+        return _unique_ids(checked_values(_load_data(data)))
     except UnicodeError:
         pass
     try:
         cleaned = replace_surrogates_in(data)
     except (ValueError, RecursionError):
-        raise MessageListDeserializationError("a value in the log is nested too deeply") from None
-    return _unique_ids(_load_data(cleaned))
+        raise _too_deep(data) from None
+    return _unique_ids(checked_values(_load_data(cleaned)))
+
+
+def checked_values(messages: list[Message], *, free_form: bool = True) -> list[Message]:
+    """The messages a reader made, if every value in them is one the log keeps exactly (see `value_problem`: the
+    checks their declared types leave out).
+
+    Raises:
+        MessageListDeserializationError: naming the position and field of the first that is not.
+    """
+    if not free_form:
+        # Decoded from JSON text: the one value left to judge is a token count (an int, by its type), so only a
+        # message whose counts are out of range is judged in full (this runs on every `from_json`).
+        suspects = [
+            position
+            for position, message in enumerate(messages)
+            if type(message) is AssistantMessage
+            and (usage := message.usage) is not None
+            and not (
+                0 <= usage.input_tokens <= MAX_COUNT
+                and 0 <= usage.output_tokens <= MAX_COUNT
+                and 0 <= usage.reasoning_tokens <= MAX_COUNT
+            )
+        ]
+        candidates: Any = ((position, messages[position]) for position in suspects)
+    else:
+        candidates = enumerate(messages)
+    for position, message in candidates:
+        problem = value_problem(message, free_form=free_form)
+        if problem is not None:
+            raise MessageListDeserializationError(
+                f"messages[{position}].{problem}", position=position, field=problem_field(problem)
+            )
+    return messages
+
+
+def _too_deep(data: Any) -> MessageListDeserializationError:
+    """The error for a document holding a value nested more than the log keeps (`TOO_DEEP`; here, more than a decoder
+    can build), naming the message and field that holds it when it can be found."""
+    items = data.get("messages") if isinstance(data, Mapping) else data
+    if isinstance(items, list):
+        for position, item in enumerate(items):
+            fields = item.items() if isinstance(item, Mapping) else [(None, item)]
+            for key, value in fields:
+                if nested_too_deeply(value):
+                    where = f"messages[{position}]" + (f".{key}" if isinstance(key, str) else "")
+                    return MessageListDeserializationError(
+                        f"{where}: a value is {TOO_DEEP}",
+                        position=position,
+                        field=key if isinstance(key, str) else None,
+                    )
+    return MessageListDeserializationError(f"a value in the log is {TOO_DEEP}")
 
 
 def _unique_ids(messages: list[Message]) -> list[Message]:
@@ -230,7 +286,7 @@ def _load_data(data: Any) -> list[Message]:
     )
 
 
-_PATH = re.compile(r"^(?P<text>.*) - at `\$(?P<path>[^`]*)`$", re.S)
+_PATH = re.compile(r"^(?P<text>.*) - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`$", re.S)
 _INDEX = re.compile(r"^\.messages\[(?P<index>\d+)\](?P<rest>.*)$")
 _MISSING = re.compile(r"missing required field `(?P<field>[^`]+)`")
 
@@ -242,6 +298,8 @@ def _validation_error(exc: msgspec.ValidationError) -> MessageListDeserializatio
     if not match:
         return MessageListDeserializationError(text)
     detail, path = match.group("text"), match.group("path")
+    if match.group("key"):  # a key of a free-form field (tool-call arguments, meta.ui), not a value
+        detail = f"a key: {detail}"
     position: int | None = None
     index_match = _INDEX.match(path)
     if index_match:
@@ -263,5 +321,5 @@ def _read_v2(data: Mapping[str, Any]) -> list[Message]:
     except msgspec.ValidationError as exc:
         raise _validation_error(exc) from None
     except RecursionError:
-        raise MessageListDeserializationError("a value in the log is nested too deeply") from None
+        raise _too_deep(data) from None
     return document.messages

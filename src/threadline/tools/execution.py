@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .._json_values import TOO_DEEP, arguments_text_problem
 from .._masking import environment_secrets, mask_secrets
 from .._text import replace_surrogates_in
 from ..messages import ToolCall, ToolMessage
@@ -154,9 +155,11 @@ async def execute_tool_call(
         content = f"Unknown tool {call.name!r}. Available tools: {available}."
         kind = "unknown_tool"
     elif call.raw_arguments is not None:
+        problem = arguments_text_problem(call.raw_arguments)
+        fix = "a flatter JSON object" if problem == TOO_DEEP else "a JSON object"
         content = (
-            f"Invalid arguments for tool {call.name!r}: not valid JSON ({_preview(call.raw_arguments)}). "
-            "Call it again with a JSON object."
+            f"Invalid arguments for tool {call.name!r}: {problem} ({_preview(call.raw_arguments)}). "
+            f"Call it again with {fix}."
         )
     else:
         try:

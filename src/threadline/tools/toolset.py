@@ -107,8 +107,9 @@ class Toolset(BaseToolset):
             exclude: Tools of the server never to offer.
             timeout: Seconds each call may take before it is cancelled and reported to the model (the tools' own
                 timeout: a conversation's ``tool_timeout`` does not cut them shorter).
-            start_timeout: Seconds to wait for the server to start and list its tools (default: ``timeout``, but
-                at least 60).
+            start_timeout: Seconds to wait for the server to start and list its tools (default: ``timeout``); a
+                server that says nothing by then is stopped, and the start fails with `MCPConnectionError`. Give
+                more for one installed on its first start (``uvx``).
 
         Raises:
             UserError: for bad arguments, or when the ``mcp`` extra is not installed.

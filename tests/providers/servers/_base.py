@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -297,7 +299,7 @@ class FakeServer:
         assert isinstance(answer, Answer), f"cannot play {item!r}"
         streamed = bool((request.json or {}).get("stream"))
         if not streamed:
-            payload = json.dumps(self.render_json(answer, request)).encode()
+            payload = dumps_verbatim(self.render_json(answer, request))
             if cut is not None:  # announce the whole body, send half of it, hang up
                 head = self._head(200, "application/json", (("Content-Length", str(len(payload))),))
                 writer.write(head + payload[: len(payload) // 2])
@@ -343,7 +345,7 @@ class FakeServer:
     async def _send_json(
         self, writer: asyncio.StreamWriter, status: int, body: Any, extra: Iterable[tuple[str, str]] = ()
     ) -> None:
-        await self._send_raw(writer, status, "application/json", json.dumps(body).encode(), extra)
+        await self._send_raw(writer, status, "application/json", dumps_verbatim(body), extra)
 
 
 _REASONS = {
@@ -358,6 +360,33 @@ _REASONS = {
     503: "Service Unavailable",
     529: "Overloaded",
 }
+
+
+class Verbatim(str):
+    """JSON text to put into a rendered body as it is, not as a string: a value nested too deeply for `json` to
+    read or write (a model's tool input 3,000 levels deep), which the server must still send. It stands in the body
+    as a unique token, which `dumps_verbatim` replaces by the text."""
+
+    text: str
+
+    def __new__(cls, text: str) -> Verbatim:
+        token = f"\x00verbatim-{uuid.uuid4().hex}\x00"
+        made = super().__new__(cls, token)
+        made.text = text
+        _VERBATIM[token] = text
+        return made
+
+
+_VERBATIM: dict[str, str] = {}
+_TOKEN = re.compile(r'"\\u0000(verbatim-[0-9a-f]{32})\\u0000"')
+
+
+def dumps_verbatim(body: Any) -> bytes:
+    """``body`` as JSON bytes, each `Verbatim` in it written as the JSON text it holds."""
+    text = json.dumps(body)
+    if "\\u0000verbatim-" in text:
+        text = _TOKEN.sub(lambda match: _VERBATIM.pop(f"\x00{match.group(1)}\x00"), text)
+    return text.encode()
 
 
 def chunks(text: str, size: int = 4) -> list[str]:

@@ -16,7 +16,7 @@ import json
 import secrets
 from typing import Any
 
-from ._base import Answer, FakeServer, Recorded, Status, chunks
+from ._base import Answer, FakeServer, Recorded, Status, Verbatim, chunks
 
 # Families without JSON outputs (Claude 3.x, Sonnet 4, Opus 4 and 4.1); JSON_OUTPUTS are the 4.5 names they prefix.
 NO_JSON_OUTPUTS = ("claude-3", "claude-sonnet-4", "claude-opus-4")
@@ -175,6 +175,8 @@ class FakeAnthropic(FakeServer):
                 value = json.loads(tool.arguments)
             except ValueError:
                 value = tool.arguments  # only a stream can carry invalid JSON; see render_events
+            except RecursionError:
+                value = Verbatim(tool.arguments)  # valid JSON, nested too deeply for json to read it
             blocks.append({"type": "tool_use", "id": tool_id(tool), "name": tool.name, "input": value})
         return blocks
 
