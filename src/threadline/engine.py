@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from ._exception_text import describe_exception, exception_message, readable_message, safe_repr, type_name
 from ._ids import new_id
 from ._masking import environment_secrets, mask_secrets
 from .errors import ModelError, UserError
@@ -373,22 +374,28 @@ async def _call_model(
 
         partial = "".join(parts) or _text_or_empty(getattr(exc, "partial", ""))
         if isinstance(exc, ModelError):
-            # Our adapters mask keys in their errors; a model written elsewhere may not: mask what is logged.
-            error = LLMError(type=exc.type, message=_masked(str(exc)), retryable=exc.retryable)
+            # Our adapters mask keys in their errors; a model written elsewhere may not: mask what is logged. (Its
+            # message is read safely too: a subclass of its own may have a __str__ that raises.)
+            error = LLMError(type=exc.type, message=_masked(readable_message(exc)), retryable=exc.retryable)
             raised: BaseException = exc
         elif isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
             # Ctrl-C reaches a running turn as KeyboardInterrupt, or as the cancellation asyncio turns it into.
             error = LLMError(type="interrupted", message=INTERRUPTED_CALL, retryable=True)
             raised = exc
         elif isinstance(exc, Exception):
-            # Whatever the exception says goes to the log, the screen and the next request: keys masked first.
-            said = _masked(str(exc))
-            error = LLMError(type=type(exc).__name__, message=said or type(exc).__name__, retryable=False)
-            raised = ModelError(
-                f"model {model.name!r} failed: {type(exc).__name__}: {said}", type="error", partial=partial
-            )
+            # Whatever the exception says goes to the log, the screen and the next request: keys masked first. Its
+            # message is the model's own code, which may raise anything (then the text says it could not be read).
+            kind = type_name(exc)
+            said = exception_message(exc)
+            if said is None:
+                said = shown = describe_exception(exc)
+            else:
+                said = _masked(said)
+                shown = f"{kind}: {said}"
+            error = LLMError(type=kind, message=said or kind, retryable=False)
+            raised = ModelError(f"model {model.name!r} failed: {shown}", type="error", partial=partial)
         else:  # SystemExit, GeneratorExit: record what we have, then let it through.
-            error = LLMError(type=type(exc).__name__, message="the model call was stopped", retryable=True)
+            error = LLMError(type=type_name(exc), message="the model call was stopped", retryable=True)
             raised = exc
         if isinstance(raised, ModelError):
             raised.partial = partial
@@ -593,10 +600,7 @@ def _as_text(value: Any) -> str:
     try:
         return msgspec.json.encode(value).decode("utf-8")
     except Exception:
-        try:
-            return repr(value)
-        except Exception:
-            return f"<{type(value).__name__}>"
+        return safe_repr(value)
 
 
 def _text_or_empty(value: Any) -> str:

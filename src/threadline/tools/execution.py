@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .._exception_text import describe_exception, type_name
 from .._masking import environment_secrets, mask_secrets
 from .._text import replace_surrogates_in
 from ..messages import ToolCall, ToolMessage
@@ -97,16 +98,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite(item) for item in value]
     return value
-
-
-def describe_exception(exc: BaseException) -> str:
-    """``"<Type>: <message>"`` for an exception, even one whose ``__str__`` fails (then the type alone, said so)."""
-    kind = type(exc).__name__
-    try:
-        text = str(exc)
-    except Exception:
-        return f"{kind} (its message could not be read)"
-    return f"{kind}: {text}" if text else kind
 
 
 # How long a cancelled async tool may take to stop before the turn stops waiting for it.
@@ -197,14 +188,14 @@ async def execute_tool_call(
                     # every error threadline shows, before it reaches the log, the screen and the model.
                     why = mask_secrets(describe_exception(outcome.value), environment_secrets())
                     content = f"Tool {call.name!r} failed: {why}"
-                    kind = type(outcome.value).__name__
+                    kind = type_name(outcome.value)
                 else:
                     encoded = outcome.value if isinstance(outcome.value, _Encoded) else _encode(outcome.value)
                     if encoded.error is None:
                         content = encoded.content
                         is_error = False
                     else:
-                        why = describe_exception(encoded.error)
+                        why = mask_secrets(describe_exception(encoded.error), environment_secrets())
                         content = f"Tool {call.name!r} returned a value that cannot be encoded: {why}"
                         kind = "unencodable_result"
     if is_error and on_error is not None:
@@ -222,13 +213,15 @@ class _Encoded(NamedTuple):
     """A result already encoded for the model (``content``), or the exception that encoding it raised."""
 
     content: str
-    error: Exception | None
+    error: BaseException | None
 
 
 def _encode(value: Any) -> _Encoded:
     try:
         return _Encoded(encode_result(value), None)
-    except Exception as exc:
+    except BaseException as exc:
+        # Encoding runs the value's own code (the repr of what JSON cannot hold): whatever that raises, SystemExit
+        # and KeyboardInterrupt included, says only that this value cannot be encoded.
         return _Encoded("", exc)
 
 
