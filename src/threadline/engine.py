@@ -27,6 +27,7 @@ import msgspec
 from ._exception_text import describe_exception, exception_message, readable_message, safe_repr, type_name
 from ._ids import new_id
 from ._masking import environment_secrets, mask_secrets
+from ._tool_scope import tools_of
 from .errors import ModelError, UserError
 from .messages import (
     DEFAULT_META,
@@ -269,7 +270,7 @@ async def run_turn(
                 break
 
             at_limit = response.stop_reason == "length"
-            async for tool_message in _run_tools(message.tool_calls, offered, options, span, cut=at_limit):
+            async for tool_message in _run_tools(host, message.tool_calls, offered, options, span, cut=at_limit):
                 record(tool_message)
                 new_messages.append(tool_message)
                 yield tool_message
@@ -612,6 +613,7 @@ def _invalid(model: Model, problem: str) -> ModelError:
 
 
 async def _run_tools(
+    host: TurnHost,
     calls: list[ToolCall],
     tools: dict[str, Any],
     options: TurnOptions,
@@ -620,6 +622,8 @@ async def _run_tools(
     cut: bool = False,
 ) -> AsyncIterator[ToolMessage]:
     """Run calls concurrently; yield results in call order, each as soon as it and the earlier ones are done.
+
+    The tools run in a context marked as ``host``'s tools (`tools_of`): a tool writing to ``host`` is refused.
 
     ``cut``: the answer stopped at the output token limit, so a call whose arguments are not whole JSON was cut off
     while the model wrote them; its result says so, rather than that the model wrote invalid JSON (which only makes
@@ -633,11 +637,14 @@ async def _run_tools(
         return execute(call, tools, timeout)  # no coroutine of our own around it: this is every tool call's path
 
     if len(calls) == 1:
-        yield _with_meta(await run(calls[0]), options)
+        with tools_of(host):  # left before the yield: the caller's context is not the tool's
+            result = await run(calls[0])
+        yield _with_meta(result, options)
         return
     import asyncio  # already loaded here (a coroutine is running); not imported with the package
 
-    tasks = [asyncio.ensure_future(run(call)) for call in calls]
+    with tools_of(host):  # each task runs in a copy of this context, made as it is created
+        tasks = [asyncio.ensure_future(run(call)) for call in calls]
     try:
         for task in tasks:
             yield _with_meta(await task, options)
