@@ -3,7 +3,7 @@
 While a turn runs its tool calls, the call is still unanswered: a user or assistant message recorded then would make
 the conversation answer it ``interrupted`` first, and the turn would then answer it again (a log that never
 validates again, issue 31); a turn started on it would wait for the running turn, which waits for the tool. So the
-engine marks the context its tools run in (`tools_of`): each tool runs in a copy of it (its asyncio task, or the
+engine marks the context its tools run in (`ToolRound`): each tool runs in a copy of it (its asyncio task, or the
 worker thread of a sync tool, and whatever those start with a copy of their context: tasks, ``asyncio.to_thread``),
 and `refuse_own_tool` refuses every write to that conversation, and every turn on it, made from there.
 """
@@ -17,7 +17,7 @@ from typing import Protocol
 
 from .errors import ConversationBusy
 
-__all__ = ["Owner", "refuse_own_tool", "tools_of"]
+__all__ = ["Owner", "ToolRound", "refuse_own_tool"]
 
 
 class Owner(Protocol):
@@ -27,20 +27,39 @@ class Owner(Protocol):
     def id(self) -> str: ...
 
 
-# The hosts (conversations) whose turn runs the tool this context belongs to: several when a tool runs a turn on
-# another conversation (an agent_tool's sub-conversation) whose tools run in turn.
-_hosts: ContextVar[tuple[object, ...]] = ContextVar("threadline_tools_of", default=())
+# The rounds of tools this context belongs to: several when a tool runs a turn on another conversation (an
+# agent_tool's sub-conversation) whose tools run in turn.
+_rounds: ContextVar[tuple[ToolRound, ...]] = ContextVar("threadline_tool_rounds", default=())
 
 
-@contextmanager
-def tools_of(host: object) -> Iterator[None]:
-    """Within the block, the current context (and every task and worker thread started from it) runs tools of
-    ``host``'s turn. Enter and leave it within one step of a coroutine (no ``yield`` to the caller in between)."""
-    token = _hosts.set((*_hosts.get(), host))
-    try:
-        yield
-    finally:
-        _hosts.reset(token)
+class ToolRound:
+    """One round of tool calls of a turn on ``host``: its context marks are made with `running`, and `end` lets go
+    of the host once the round is over.
+
+    A context keeps what its variables hold for as long as it lives, and a tool may start something that lives on
+    in a copy of it (an MCP connection's session task, a thread): holding the host there would keep the
+    conversation, its tools and their servers alive for as long. So contexts hold the round, which drops the host
+    when it ends; a tool still running past its timeout is then no longer refused (its call is answered already).
+    """
+
+    __slots__ = ("host",)
+
+    def __init__(self, host: object) -> None:
+        self.host: object | None = host
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Within the block, the current context (and every task and worker thread started from it) runs this
+        round's tools. Enter and leave it within one step of a coroutine (no ``yield`` to the caller in between)."""
+        token = _rounds.set((*_rounds.get(), self))
+        try:
+            yield
+        finally:
+            _rounds.reset(token)
+
+    def end(self) -> None:
+        """The round is over: let go of the host."""
+        self.host = None
 
 
 def refuse_own_tool(owner: Owner) -> None:
@@ -49,7 +68,7 @@ def refuse_own_tool(owner: Owner) -> None:
     Raises:
         ConversationBusy: saying why, when this code runs inside such a tool.
     """
-    if any(host is owner for host in _hosts.get()):
+    if any(round_.host is owner for round_ in _rounds.get()):
         raise ConversationBusy(
             f"conversation {owner.id} is running the turn that called this tool: a tool cannot write to that "
             "conversation or run a turn on it while its call is unanswered (the turn waits for the tool); return "

@@ -27,7 +27,7 @@ import msgspec
 from ._exception_text import describe_exception, exception_message, readable_message, safe_repr, type_name
 from ._ids import new_id
 from ._masking import environment_secrets, mask_secrets
-from ._tool_scope import tools_of
+from ._tool_scope import ToolRound
 from .errors import ModelError, UserError
 from .messages import (
     DEFAULT_META,
@@ -623,7 +623,7 @@ async def _run_tools(
 ) -> AsyncIterator[ToolMessage]:
     """Run calls concurrently; yield results in call order, each as soon as it and the earlier ones are done.
 
-    The tools run in a context marked as ``host``'s tools (`tools_of`): a tool writing to ``host`` is refused.
+    The tools run in a context marked as ``host``'s tools (`ToolRound`): a tool writing to ``host`` is refused.
 
     ``cut``: the answer stopped at the output token limit, so a call whose arguments are not whole JSON was cut off
     while the model wrote them; its result says so, rather than that the model wrote invalid JSON (which only makes
@@ -636,22 +636,26 @@ async def _run_tools(
             return _cut_call(call)
         return execute(call, tools, timeout)  # no coroutine of our own around it: this is every tool call's path
 
-    if len(calls) == 1:
-        with tools_of(host):  # left before the yield: the caller's context is not the tool's
-            result = await run(calls[0])
-        yield _with_meta(result, options)
-        return
-    import asyncio  # already loaded here (a coroutine is running); not imported with the package
-
-    with tools_of(host):  # each task runs in a copy of this context, made as it is created
-        tasks = [asyncio.ensure_future(run(call)) for call in calls]
+    tool_round = ToolRound(host)
     try:
-        for task in tasks:
-            yield _with_meta(await task, options)
+        if len(calls) == 1:
+            with tool_round.running():  # left before the yield: the caller's context is not the tool's
+                result = await run(calls[0])
+            yield _with_meta(result, options)
+            return
+        import asyncio  # already loaded here (a coroutine is running); not imported with the package
+
+        with tool_round.running():  # each task runs in a copy of this context, made as it is created
+            tasks = [asyncio.ensure_future(run(call)) for call in calls]
+        try:
+            for task in tasks:
+                yield _with_meta(await task, options)
+        finally:
+            for task in tasks:
+                if not task.done():
+                    task.cancel()
     finally:
-        for task in tasks:
-            if not task.done():
-                task.cancel()
+        tool_round.end()
 
 
 async def _cut_call(call: ToolCall) -> ToolMessage:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import gc
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -330,3 +333,26 @@ def test_a_tool_writing_to_the_conversation_running_it_is_refused_and_the_log_st
         # Once the turn is over, writing to the conversation works again.
         conversation.add(user("after the turn"))
         conversation.messages.validate()
+
+
+def test_something_a_tool_leaves_running_in_its_context_does_not_keep_the_conversation_alive() -> None:
+    # What marks a tool's context as its conversation's must not hold the conversation: a tool may start something
+    # that lives on in a copy of that context (an MCP connection's session task did), which would keep the
+    # conversation, its tools and their servers alive as long.
+    release = threading.Event()
+
+    def start_worker() -> str:
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(release.wait, 60), daemon=True).start()
+        return "started"
+
+    model = ScriptedModel([AssistantMessage(tool_calls=[ToolCall(id="c1", name="start_worker")]), "done"])
+    conversation = llm.model(model).tools(start_worker).request("go").prompt_conversation()
+    try:
+        assert conversation.continuation.prompt() == "done"
+        gone = weakref.ref(conversation)
+        del conversation
+        gc.collect()
+        assert gone() is None
+    finally:
+        release.set()
