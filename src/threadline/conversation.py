@@ -22,6 +22,7 @@ import msgspec
 
 from ._ids import new_id
 from ._log_index import LogIndex
+from ._tool_scope import refuse_own_tool
 from .conversation_config import (
     CONFIG_FIELDS,
     ConversationConfig,
@@ -218,7 +219,8 @@ class Conversation(ConversationContext):
 
         Raises:
             ConversationBusy: if a turn is running on this conversation and this call cannot wait for it (inside a
-                running event loop), or it did not end within ``config.busy_timeout``.
+                running event loop, or inside a tool that turn is running), or it did not end within
+                ``config.busy_timeout``.
             UserError: for a message whose id is already in the log.
             StoreError: if the store failed (the messages before are kept; this one and later ones are not).
         """
@@ -242,8 +244,10 @@ class Conversation(ConversationContext):
                 (``UserMessage(content=123)``), which no store could read back (nothing is recorded).
             StoreError: if the store failed; nothing was appended in memory either, so log and store stay equal.
             ConversationBusy: if the store holds messages this conversation has not seen (another writer appended
-                without the lease); nothing was recorded.
+                without the lease); or if called from inside a tool this conversation's running turn is running
+                (its call is not answered yet); nothing was recorded.
         """
+        refuse_own_tool(self)
         problem = field_problem(message)
         if problem is not None:
             raise UserError(f"this {type(message).__name__} cannot be recorded: {problem} (nothing was recorded)")

@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from ._exception_text import describe_exception, exception_message, readable_message, safe_repr, type_name
 from ._ids import new_id
 from ._json_values import json_problem
 from ._masking import environment_secrets, mask_secrets
+from ._tool_scope import ToolRound
 from .errors import ModelError, UserError
 from .message_fields import count_problem
 from .messages import (
@@ -270,7 +272,7 @@ async def run_turn(
                 break
 
             at_limit = response.stop_reason == "length"
-            async for tool_message in _run_tools(message.tool_calls, offered, options, span, cut=at_limit):
+            async for tool_message in _run_tools(host, message.tool_calls, offered, options, span, cut=at_limit):
                 record(tool_message)
                 new_messages.append(tool_message)
                 yield tool_message
@@ -375,22 +377,28 @@ async def _call_model(
 
         partial = "".join(parts) or _text_or_empty(getattr(exc, "partial", ""))
         if isinstance(exc, ModelError):
-            # Our adapters mask keys in their errors; a model written elsewhere may not: mask what is logged.
-            error = LLMError(type=exc.type, message=_masked(str(exc)), retryable=exc.retryable)
+            # Our adapters mask keys in their errors; a model written elsewhere may not: mask what is logged. (Its
+            # message is read safely too: a subclass of its own may have a __str__ that raises.)
+            error = LLMError(type=exc.type, message=_masked(readable_message(exc)), retryable=exc.retryable)
             raised: BaseException = exc
         elif isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
             # Ctrl-C reaches a running turn as KeyboardInterrupt, or as the cancellation asyncio turns it into.
             error = LLMError(type="interrupted", message=INTERRUPTED_CALL, retryable=True)
             raised = exc
         elif isinstance(exc, Exception):
-            # Whatever the exception says goes to the log, the screen and the next request: keys masked first.
-            said = _masked(str(exc))
-            error = LLMError(type=type(exc).__name__, message=said or type(exc).__name__, retryable=False)
-            raised = ModelError(
-                f"model {model.name!r} failed: {type(exc).__name__}: {said}", type="error", partial=partial
-            )
+            # Whatever the exception says goes to the log, the screen and the next request: keys masked first. Its
+            # message is the model's own code, which may raise anything (then the text says it could not be read).
+            kind = type_name(exc)
+            said = exception_message(exc)
+            if said is None:
+                said = shown = describe_exception(exc)
+            else:
+                said = _masked(said)
+                shown = f"{kind}: {said}"
+            error = LLMError(type=kind, message=said or kind, retryable=False)
+            raised = ModelError(f"model {model.name!r} failed: {shown}", type="error", partial=partial)
         else:  # SystemExit, GeneratorExit: record what we have, then let it through.
-            error = LLMError(type=type(exc).__name__, message="the model call was stopped", retryable=True)
+            error = LLMError(type=type_name(exc), message="the model call was stopped", retryable=True)
             raised = exc
         if isinstance(raised, ModelError):
             raised.partial = partial
@@ -583,10 +591,7 @@ def _as_text(value: Any) -> str:
     try:
         return msgspec.json.encode(value).decode("utf-8")
     except Exception:
-        try:
-            return repr(value)
-        except Exception:
-            return f"<{type(value).__name__}>"
+        return safe_repr(value)
 
 
 def _text_or_empty(value: Any) -> str:
@@ -598,6 +603,7 @@ def _invalid(model: Model, problem: str) -> ModelError:
 
 
 async def _run_tools(
+    host: TurnHost,
     calls: list[ToolCall],
     tools: dict[str, Any],
     options: TurnOptions,
@@ -606,6 +612,8 @@ async def _run_tools(
     cut: bool = False,
 ) -> AsyncIterator[ToolMessage]:
     """Run calls concurrently; yield results in call order, each as soon as it and the earlier ones are done.
+
+    The tools run in a context marked as ``host``'s tools (`ToolRound`): a tool writing to ``host`` is refused.
 
     ``cut``: the answer stopped at the output token limit, so a call whose arguments are not whole JSON was cut off
     while the model wrote them; its result says so, rather than that the model wrote invalid JSON (which only makes
@@ -618,19 +626,26 @@ async def _run_tools(
             return _cut_call(call)
         return execute(call, tools, timeout)  # no coroutine of our own around it: this is every tool call's path
 
-    if len(calls) == 1:
-        yield _with_meta(await run(calls[0]), options)
-        return
-    import asyncio  # already loaded here (a coroutine is running); not imported with the package
-
-    tasks = [asyncio.ensure_future(run(call)) for call in calls]
+    tool_round = ToolRound(host)
     try:
-        for task in tasks:
-            yield _with_meta(await task, options)
+        if len(calls) == 1:
+            with tool_round.running():  # left before the yield: the caller's context is not the tool's
+                result = await run(calls[0])
+            yield _with_meta(result, options)
+            return
+        import asyncio  # already loaded here (a coroutine is running); not imported with the package
+
+        with tool_round.running():  # each task runs in a copy of this context, made as it is created
+            tasks = [asyncio.ensure_future(run(call)) for call in calls]
+        try:
+            for task in tasks:
+                yield _with_meta(await task, options)
+        finally:
+            for task in tasks:
+                if not task.done():
+                    task.cancel()
     finally:
-        for task in tasks:
-            if not task.done():
-                task.cancel()
+        tool_round.end()
 
 
 async def _cut_call(call: ToolCall) -> ToolMessage:

@@ -130,6 +130,7 @@ class ConversationBusy(ThreadlineError):
     One turn runs at a time per conversation. In one process a second turn waits for the first (up to
     ``ConversationConfig.busy_timeout``); other processes and hosts wait for the store's lease on the conversation
     the same way. This is raised when that time is up, when a synchronous call made inside a running event loop
-    would have to wait (it cannot without blocking the loop), or when the store finds that another writer appended
-    to the conversation behind this one's back.
+    would have to wait (it cannot without blocking the loop), when the store finds that another writer appended
+    to the conversation behind this one's back, or when a tool writes to the conversation whose turn is running it
+    (the turn waits for the tool: the wait would never end).
     """

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ._exception_text import describe_exception, exception_message, readable_message, type_name
 from .errors import ThreadlineError
 
 if TYPE_CHECKING:
@@ -413,7 +414,8 @@ class MCPConnection:
                     f"the MCP server {self.label} closed the connection during the call (it is reopened on the next "
                     "call)"
                 ) from None
-            raise MCPToolError(f"the MCP server {self.label} refused the call: {self._redact(str(exc))}") from None
+            said = self._redact(readable_message(exc))
+            raise MCPToolError(f"the MCP server {self.label} refused the call: {said}") from None
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -553,13 +555,12 @@ def _describe(exc: BaseException) -> str:
         return "; ".join(_describe(inner) for inner in exc.exceptions)
     if isinstance(exc, FileNotFoundError) and exc.filename:
         return f"no such program: {exc.filename}"
-    text = _first_line(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
+    text = exception_message(exc)  # the client's and the server's exceptions: read safely, as a tool's are
+    if text is None:
+        return describe_exception(exc)
+    text = text.strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type_name(exc)}: {first}" if first else type_name(exc)
 
 
 def _stderr_tail(session: _Session, lines: int = 3) -> str:

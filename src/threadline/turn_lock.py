@@ -18,6 +18,7 @@ from types import EllipsisType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ._sync import in_event_loop
+from ._tool_scope import refuse_own_tool
 from ._turn_gate import GateState, Lease, TurnGate, wait_for_lease, wait_for_lease_async
 from .errors import ConversationBusy
 
@@ -72,8 +73,10 @@ class TurnLock:
             on_lease: Called after a fresh lease was taken (the conversation reads what others stored meanwhile).
 
         Raises:
-            ConversationBusy: when the wait ran out, or this runs inside an event loop and would have to wait.
+            ConversationBusy: when the wait ran out, or this runs inside an event loop and would have to wait, or
+                inside a tool of the conversation's own running turn (which waits for that tool).
         """
+        refuse_own_tool(owner)
         gate = self.gate
         seconds = _seconds(owner, max_wait)
         what = f"conversation {owner.id}"
@@ -114,6 +117,7 @@ class TurnLock:
         on_lease: Callable[[], None],
     ) -> GateState:
         """`enter_sync` for async code: waits without blocking the event loop."""
+        refuse_own_tool(owner)
         gate = self.gate
         seconds = _seconds(owner, max_wait)
         what = f"conversation {owner.id}"

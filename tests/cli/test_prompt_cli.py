@@ -215,6 +215,23 @@ def test_bad_tool_spec_is_one_line(workdir: Path, spec: str, fragments: tuple[st
     assert done.returncode == 2
 
 
+UNREADABLE_MODULE = """
+class Unreadable(Exception):
+    def __str__(self):
+        raise SystemExit("from __str__")
+
+raise Unreadable
+"""
+
+
+def test_a_tool_module_failing_with_an_unreadable_error_is_one_line(workdir: Path) -> None:
+    # Issue 31: reading the error's message raised SystemExit, which ended the command with its text as the error.
+    (workdir / "unreadable.py").write_text(UNREADABLE_MODULE, encoding="utf-8")
+    done = threadline("prompt", "hi", "-T", "unreadable:f", cwd=workdir)
+    assert_one_line_error(done, "importing unreadable failed: Unreadable (its message could not be read)")
+    assert done.returncode == 2
+
+
 def test_unknown_model_is_one_line(workdir: Path) -> None:
     done = threadline("prompt", "hi", "-m", "nope:model", cwd=workdir)
     assert_one_line_error(done, "unknown model 'nope:model'")

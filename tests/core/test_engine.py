@@ -337,6 +337,31 @@ async def test_the_next_turn_sends_the_failure_as_text_ending_in_an_error_block(
     conversation.messages.validate()
 
 
+@pytest.mark.parametrize(
+    "raised",
+    [SystemExit("from __str__"), KeyboardInterrupt(), GeneratorExit(), asyncio.CancelledError()],
+    ids=["SystemExit", "KeyboardInterrupt", "GeneratorExit", "CancelledError"],
+)
+async def test_a_model_failure_whose_message_cannot_be_read_is_logged_and_raised(raised: BaseException) -> None:
+    # Issue 31: a custom model's exception whose __str__ raises (SystemExit, even a KeyboardInterrupt: it is not the
+    # user's Ctrl-C) ended the turn with that instead of the logged failure.
+    class Unreadable(Exception):
+        def __str__(self) -> str:
+            raise raised
+
+    model = ScriptedModel([Unreadable(), "ok"])
+    conversation = llm.model(model).request("q").prompt_conversation()
+    with pytest.raises(ModelError) as caught:
+        await run(conversation)
+    assert str(caught.value) == f"model {model.name!r} failed: Unreadable (its message could not be read)"
+    failure = conversation.messages[1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None
+    assert (failure.error.type, failure.error.message) == ("Unreadable", "Unreadable (its message could not be read)")
+    conversation.messages.validate()
+    await run(conversation)  # and the conversation goes on
+    assert conversation.text == "ok"
+
+
 async def test_failure_without_partial_output_is_sent_as_the_error_block_alone() -> None:
     model = ScriptedModel([ValueError("bad"), "ok"])
     conversation = llm.model(model).request("q").prompt_conversation()

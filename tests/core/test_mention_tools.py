@@ -68,6 +68,43 @@ def test_the_describable_methods_are_offered_and_the_others_named_in_a_warning(
     )
 
 
+class Unreadable(Exception):
+    """An exception whose message cannot be read: its __str__ raises SystemExit (issue 31)."""
+
+    def __str__(self) -> str:
+        raise SystemExit("from __str__")
+
+
+class Hostile:
+    """A type whose pydantic schema cannot be made: making it raises `Unreadable`."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        raise Unreadable
+
+
+class Fragile:
+    def read(self) -> str:
+        """The text."""
+        return "the text"
+
+    def broken(self, value: Hostile) -> str:
+        """Takes a type that cannot be described."""
+        return "never"
+
+
+def test_a_method_left_out_for_an_error_whose_message_cannot_be_read_is_named_and_the_rest_offered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="threadline.mentions")
+    model, _ = mention_and_talk(Fragile(), calls(call("Fragile.read")))
+    assert all(request.tool_names == ["Fragile.read"] for request in model.requests)
+    warnings = [record.getMessage() for record in caplog.records if record.name == "threadline.mentions"]
+    assert warnings == [
+        "mention 'it': Fragile.broken is not offered to the model: Unreadable (its message could not be read)"
+    ]
+
+
 def test_an_object_with_no_describable_method_adds_no_tools_and_the_turns_go_on() -> None:
     model, _ = mention_and_talk(Helpers())
     assert [request.tool_names for request in model.requests] == [[], []]

@@ -5,23 +5,33 @@ thread; a call that cannot wait (synchronous, inside a running event loop) raise
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import gc
 import threading
 import time
+import weakref
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.store._backends import backend_url
 from threadline import (
     AssistantMessage,
     Conversation,
     ConversationBusy,
     ConversationConfig,
     MessageList,
+    SystemMessage,
     ToolCall,
+    ToolMessage,
     UserMessage,
     llm,
+    tool,
     user,
 )
+from threadline.store import open_store
 from threadline.testing import ScriptedModel, ScriptedRequest
 
 
@@ -238,3 +248,111 @@ def test_a_stream_left_early_lets_the_next_turn_in() -> None:
     for _ in conversation.continuation.request("first").stream():
         break
     assert conversation.continuation.request("second").prompt() == "again"
+
+
+# -- a tool writing to the conversation whose turn runs it (issue 31) -------------------------------------------------
+# `conversation.record(...)` from inside a running tool answered the running call "interrupted" before recording, and
+# the turn then answered it again: a log (in memory and in the store) that never validated again. Now every write to
+# that conversation, and every turn started on it, from inside one of its own running tools is refused with a
+# `ConversationBusy` saying why; the tool sees it as its own exception, and the turn goes on with a valid log.
+def _hold_and_record(conversation: Conversation) -> None:
+    with conversation.hold():
+        conversation.record(user("held"))
+
+
+def _sync_writers() -> dict[str, Any]:
+    return {
+        "record a user message": lambda c: c.record(user("from the tool")),
+        "record a system message": lambda c: c.record(SystemMessage(content="a note")),
+        "record its own result": lambda c: c.record(
+            ToolMessage(tool_call_id="c1", tool_name="note", content="answered by the tool itself")
+        ),
+        "add": lambda c: c.add(user("from the tool")),
+        "prompt": lambda c: c.continuation.request("nested").prompt(),
+        "hold": _hold_and_record,
+    }
+
+
+async def _async_write(writer: str, conversation: Conversation) -> None:
+    if writer == "prompt":
+        await conversation.continuation.request("nested").prompt_async()
+    elif writer == "hold":
+        async with conversation.hold():
+            conversation.record(user("held"))
+    else:
+        _sync_writers()[writer](conversation)
+
+
+@pytest.mark.parametrize("backend", ["none", "sqlite", "postgres"])
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("writer", list(_sync_writers()))
+def test_a_tool_writing_to_the_conversation_running_it_is_refused_and_the_log_stays_valid(
+    writer: str, is_async: bool, backend: str, tmp_path: Path
+) -> None:
+    found: dict[str, Conversation] = {}
+
+    def sync_note() -> str:
+        _sync_writers()[writer](found["conversation"])
+        return "written"
+
+    async def async_note() -> str:
+        await _async_write(writer, found["conversation"])
+        return "written"
+
+    with contextlib.ExitStack() as stack:
+        store = None if backend == "none" else open_store(stack.enter_context(backend_url(backend, tmp_path)))
+        if store is not None:
+            stack.callback(store.close)
+        model = ScriptedModel([AssistantMessage(tool_calls=[ToolCall(id="c1", name="note")]), "done", "nested"])
+        builder = llm.model(model).tools(tool(async_note if is_async else sync_note, name="note"))
+        if store is not None:
+            builder = builder.store(store)
+        # Short waits: before the fix, a tool starting a turn on its own conversation waited for a turn that waits
+        # for the tool.
+        conversation = builder.request("go").prompt_conversation(tool_timeout=5)
+        conversation.config.busy_timeout = 2
+        found["conversation"] = conversation
+        assert conversation.continuation.prompt() == "done"
+        (result,) = [m for m in conversation.messages if isinstance(m, ToolMessage)]
+        assert result.is_error
+        assert result.content.startswith(
+            f"Tool 'note' failed: ConversationBusy: conversation {conversation.id} is running the turn that called "
+            "this tool"
+        ), result.content
+        assert [type(m).__name__ for m in conversation.messages] == [
+            "UserMessage",
+            "AssistantMessage",
+            "ToolMessage",
+            "AssistantMessage",
+        ]
+        conversation.messages.validate()
+        if store is not None:
+            stored = store.load(conversation.id)
+            stored.validate()
+            assert list(stored) == list(conversation.messages)
+        # Once the turn is over, writing to the conversation works again.
+        conversation.add(user("after the turn"))
+        conversation.messages.validate()
+
+
+def test_something_a_tool_leaves_running_in_its_context_does_not_keep_the_conversation_alive() -> None:
+    # What marks a tool's context as its conversation's must not hold the conversation: a tool may start something
+    # that lives on in a copy of that context (an MCP connection's session task did), which would keep the
+    # conversation, its tools and their servers alive as long.
+    release = threading.Event()
+
+    def start_worker() -> str:
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(release.wait, 60), daemon=True).start()
+        return "started"
+
+    model = ScriptedModel([AssistantMessage(tool_calls=[ToolCall(id="c1", name="start_worker")]), "done"])
+    conversation = llm.model(model).tools(start_worker).request("go").prompt_conversation()
+    try:
+        assert conversation.continuation.prompt() == "done"
+        gone = weakref.ref(conversation)
+        del conversation
+        gc.collect()
+        assert gone() is None
+    finally:
+        release.set()

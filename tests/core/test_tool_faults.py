@@ -7,7 +7,8 @@
   never keeps the process alive, and hung tools do not use up the threads other tools need; an async tool that
   ignores its cancellation cannot hang the turn.
 - An exception whose ``__str__`` raises, and results holding ``nan`` or infinities, still give a clear result (valid
-  JSON for the latter).
+  JSON for the latter); so does one whose ``__str__`` (or an argument's ``repr``) raises a `BaseException`, and a
+  result whose ``repr`` does (issue 31).
 """
 
 from __future__ import annotations
@@ -246,6 +247,90 @@ def test_an_exception_whose_str_raises_is_a_clear_error_result(is_async: bool) -
         "Tool 'odd' failed: Unprintable (its message could not be read)",
         True,
     )
+
+
+class ReadingItStops(Exception):
+    """An exception whose message cannot be read: reading it raises a `BaseException` (set per test)."""
+
+    raised: BaseException = SystemExit("from __str__")
+
+    def __str__(self) -> str:
+        raise self.raised
+
+
+class BadRepr:
+    def __init__(self, raised: BaseException) -> None:
+        self.raised = raised
+
+    def __repr__(self) -> str:
+        raise self.raised
+
+
+READING_RAISES = [
+    SystemExit("from __str__"),
+    KeyboardInterrupt(),
+    Abort("custom"),
+    GeneratorExit(),
+    asyncio.CancelledError(),
+]
+READING_IDS = ["SystemExit", "KeyboardInterrupt", "BaseException", "GeneratorExit", "CancelledError"]
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("raised", READING_RAISES, ids=READING_IDS)
+def test_an_exception_whose_str_raises_a_base_exception_is_a_clear_error_result(
+    raised: BaseException, is_async: bool
+) -> None:
+    # Issue 31: SystemExit raised by __str__ ended the turn unanswered. Raised while its message is read, even a
+    # KeyboardInterrupt is not the tool's Ctrl-C: the result says the message could not be read.
+    class Unreadable(ReadingItStops):
+        pass
+
+    Unreadable.raised = raised
+
+    def sync_tool() -> str:
+        raise Unreadable
+
+    async def async_tool() -> str:
+        raise Unreadable
+
+    result, _, conversation = run_bad_call(call("odd"), tool(async_tool if is_async else sync_tool, name="odd"))
+    assert (result.content, result.is_error) == ("Tool 'odd' failed: Unreadable (its message could not be read)", True)
+    assert conversation.text == "Sorry about that."
+    conversation.messages.validate()
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("raised", READING_RAISES, ids=READING_IDS)
+def test_an_exception_whose_arguments_repr_raises_is_a_clear_error_result(
+    raised: BaseException, is_async: bool
+) -> None:
+    # An exception with several arguments shows their repr: one that raises makes the message unreadable.
+    def sync_tool() -> str:
+        raise ValueError(BadRepr(raised), 2)
+
+    async def async_tool() -> str:
+        raise ValueError(BadRepr(raised), 2)
+
+    result, _, conversation = run_bad_call(call("odd"), tool(async_tool if is_async else sync_tool, name="odd"))
+    assert (result.content, result.is_error) == ("Tool 'odd' failed: ValueError (its message could not be read)", True)
+    conversation.messages.validate()
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("raised", READING_RAISES, ids=READING_IDS)
+def test_a_result_whose_repr_raises_is_a_clear_error_result(raised: BaseException, is_async: bool) -> None:
+    # A value JSON cannot hold is sent as its repr; one whose repr raises cannot be encoded at all.
+    def sync_tool() -> Any:
+        return {"value": BadRepr(raised)}
+
+    async def async_tool() -> Any:
+        return {"value": BadRepr(raised)}
+
+    result, _, conversation = run_bad_call(call("odd"), tool(async_tool if is_async else sync_tool, name="odd"))
+    assert result.is_error
+    assert result.content.startswith(f"Tool 'odd' returned a value that cannot be encoded: {type(raised).__name__}")
+    conversation.messages.validate()
 
 
 class Reading(pydantic.BaseModel):

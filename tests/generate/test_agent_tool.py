@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.core._support import call, calls
-from threadline import Toolset, UserError, agent_tool, find_tool_result, generate_text, llm
+from threadline import ModelError, Toolset, UserError, agent_tool, find_tool_result, generate_text, llm
 from threadline.store import Store
 from threadline.testing import ScriptedModel
 
@@ -92,6 +92,51 @@ async def test_a_failing_sub_agent_becomes_an_error_result_for_the_parent() -> N
     found = find_tool_result(result.messages, "helper")
     assert found is not None and found.is_error
     assert result.text == "Recovered."
+
+
+class UnreadableModelError(ModelError):
+    """A custom model's own ModelError, whose message cannot be read: its __str__ raises SystemExit (issue 31)."""
+
+    def __str__(self) -> str:
+        raise SystemExit("from __str__")
+
+
+class Unreadable(Exception):
+    """A tool's exception whose message cannot be read: its __str__ raises SystemExit (issue 31)."""
+
+    def __str__(self) -> str:
+        raise SystemExit("from __str__")
+
+
+async def test_a_sub_agent_failing_with_an_unreadable_error_is_an_error_result_for_the_parent() -> None:
+    child = llm.model(ScriptedModel([UnreadableModelError("hidden", type="server")]))
+    parent_model = ScriptedModel([calls(call("helper", {"task": "x"})), "Recovered."])
+    result = await generate_text(model=parent_model, prompt="Go", tools=[agent_tool(child, "helper", "Helps.")])
+    found = find_tool_result(result.messages, "helper")
+    assert found is not None and found.is_error
+    assert found.content == "Tool 'helper' failed: UnreadableModelError (its message could not be read)"
+    assert result.text == "Recovered."
+
+
+async def test_a_sub_agents_tool_raising_an_unreadable_error_is_an_error_result_in_its_own_log(store: Store) -> None:
+    def fragile() -> str:
+        """Fail."""
+        raise Unreadable
+
+    child_model = ScriptedModel([calls(call("fragile")), "The tool failed."])
+    child = llm.model(child_model).tools(fragile)
+    parent_model = ScriptedModel([calls(call("helper", {"task": "x"})), "Done."])
+    result = await generate_text(
+        model=parent_model, prompt="Go", tools=[agent_tool(child, "helper", "Helps.", store=store)]
+    )
+    found = find_tool_result(result.messages, "helper")
+    assert found is not None and not found.is_error
+    child_id = json.loads(found.content)["conversation_id"]
+    child_log = store.load(child_id)
+    child_log.validate()
+    failed = find_tool_result(child_log, "fragile")
+    assert failed is not None and failed.content == "Tool 'fragile' failed: Unreadable (its message could not be read)"
+    assert result.text == "Done."
 
 
 async def test_bad_arguments_are_returned_to_the_model() -> None:

@@ -119,6 +119,28 @@ async def test_a_failure_carries_the_log_to_continue_from() -> None:
     assert result.text == "Whole."
 
 
+class Unreadable(Exception):
+    """A custom model's exception whose message cannot be read: its __str__ raises SystemExit (issue 31)."""
+
+    def __str__(self) -> str:
+        raise SystemExit("from __str__")
+
+
+async def test_a_failure_whose_message_cannot_be_read_carries_the_log_to_continue_from() -> None:
+    model = ScriptedModel([Unreadable(), "Whole."])
+    with pytest.raises(ModelError) as caught:
+        await generate_text(model=model, prompt="Explain.")
+    assert str(caught.value) == "model 'scripted' failed: Unreadable (its message could not be read)"
+    log = caught.value.messages
+    assert log is not None
+    failure = log[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None
+    assert failure.error.message == "Unreadable (its message could not be read)"
+    log.validate()
+    result = await generate_text(model=model, messages=[*log, user("Please continue.")])
+    assert result.text == "Whole."
+
+
 async def test_context_documents_join_the_system_prefix_in_order() -> None:
     model = ScriptedModel(["ok"])
     await generate_text(

@@ -89,6 +89,48 @@ def test_with_include_content_a_failed_tool_says_why(spans: Spans) -> None:
     assert "gen_ai.tool.call.result" not in attributes(span)  # a result is recorded only for a successful call
 
 
+class Unreadable(Exception):
+    """An exception whose message cannot be read: its __str__ raises SystemExit (issue 31)."""
+
+    def __str__(self) -> str:
+        raise SystemExit("from __str__")
+
+
+class UnreadableModelError(ModelError):
+    """A custom model's own ModelError, whose __str__ raises."""
+
+    def __str__(self) -> str:
+        raise SystemExit("from __str__")
+
+
+def test_a_tool_error_whose_message_cannot_be_read_ends_its_span_and_the_turn_goes_on(spans: Spans) -> None:
+    spans.instrument(include_content=True)
+
+    def explode() -> str:
+        """Fail."""
+        raise Unreadable
+
+    answer = llm.model(ScriptedModel([call("explode"), "Sorry."])).tools(explode).request("Fly").prompt()
+    assert answer == "Sorry."
+    span = spans.one("execute_tool explode")
+    assert_failed(span, "Unreadable")
+    assert span.status.description == "Tool 'explode' failed: Unreadable (its message could not be read)"
+
+
+def test_a_model_error_whose_message_cannot_be_read_ends_the_turns_span(spans: Spans) -> None:
+    spans.instrument(include_content=True)
+    failure = UnreadableModelError("hidden", type="server")
+    conversation = llm.model(ScriptedModel([failure])).request("Hi").prompt_conversation()
+    with pytest.raises(UnreadableModelError):  # the model's own error, not what reading its message raised
+        conversation.continuation.prompt()
+    turn = spans.one("invoke_agent threadline")
+    assert turn.status.status_code == StatusCode.ERROR
+    assert turn.status.description == "UnreadableModelError (its message could not be read)"
+    logged = conversation.messages[-1]
+    assert isinstance(logged, AssistantMessage) and logged.error is not None
+    assert logged.error.message == "UnreadableModelError (its message could not be read)"
+
+
 @pytest.mark.parametrize("kind", ["async", "sync"])
 def test_a_tool_that_times_out_ends_its_span_with_error_type_timeout(spans: Spans, kind: str) -> None:
     async def slow_async(seconds: float) -> str:

@@ -11,7 +11,7 @@ import time
 import httpx
 
 from tests.web._data import get_weather, page_conversation, simple_conversation, weather_conversation
-from threadline import AssistantMessage, MessageList, ToolCall, ToolMessage, UserMessage, llm
+from threadline import AssistantMessage, MessageList, ModelError, ToolCall, ToolMessage, UserMessage, llm
 from threadline._text import MAX_NESTING
 from threadline.testing import ScriptedModel
 from threadline.web.security import PAGE_CSP
@@ -292,3 +292,36 @@ def test_arguments_at_the_nesting_limit_and_deeper_text_show_and_export(sqlite_s
         assert exported.status_code == 200
         assert MessageList.from_json(exported.text) == sqlite_store.load(conversation.id)
         assert http.get(f"/c/{conversation.id}/export.html").status_code == 200
+
+
+class _UnreadableModelError(ModelError):
+    """A custom model's own ModelError, whose message cannot be read: its __str__ raises SystemExit (issue 31)."""
+
+    def __str__(self) -> str:
+        raise SystemExit("from __str__")
+
+
+def test_a_turn_failing_with_an_unreadable_error_says_so_on_the_page(sqlite_store, serve) -> None:
+    conv = simple_conversation(sqlite_store, "Hello?", "Hi.")
+    served = serve(sqlite_store, model=ScriptedModel([_UnreadableModelError("hidden")], name="scripted"))
+    last = sqlite_store.read_tail(conv.id, 1).last_seq
+    with client(served) as http, http.stream("GET", f"/c/{conv.id}/events", params={"after": last}) as stream:
+        assert stream.status_code == 200
+        started = post(http, f"/c/{conv.id}/messages", {"text": "Go"}, accept="application/json")
+        assert started.status_code == 202
+        ended = None
+        kind = ""
+        began = time.monotonic()
+        for line in stream.iter_lines():
+            if line.startswith("event:"):
+                kind = line[6:].strip()
+            elif line.startswith("data:") and kind == "turn" and json.loads(line[5:])["state"] != "running":
+                ended = json.loads(line[5:])
+                break
+            assert time.monotonic() - began < 10, "the turn's end was never published"
+    assert ended == {
+        "state": "failed",
+        "detail": "_UnreadableModelError (its message could not be read)",
+    }
+    failure = sqlite_store.load(conv.id)[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._exception_text import describe_exception
 from ..errors import UserError
 from ._errors import EXIT_USAGE, CommandError
 
@@ -137,8 +138,9 @@ def _run_import(do_import: Callable[[], Any], module_name: str, spec: str) -> An
     except ModuleNotFoundError as exc:
         raise CommandError(f"bad tool {spec!r}: cannot import {module_name!r} ({exc})", EXIT_USAGE) from None
     except Exception as exc:
+        # The module's own exception: its message is read safely (its __str__ may raise anything).
         raise CommandError(
-            f"bad tool {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}", EXIT_USAGE
+            f"bad tool {spec!r}: importing {module_name} failed: {describe_exception(exc)}", EXIT_USAGE
         ) from None
 
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .._exception_text import describe_exception, type_name
 from .._json_values import TOO_DEEP, arguments_text_problem
 from .._masking import environment_secrets, mask_secrets
 from .._text import replace_surrogates_in
 from ..messages import ToolCall, ToolMessage
+from .reading import ReadingStopped, holds_iterator, read_async_generator, read_iterators
 from .tool import Tool, ToolArgumentsError
 
 if TYPE_CHECKING:
@@ -98,16 +101,6 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def describe_exception(exc: BaseException) -> str:
-    """``"<Type>: <message>"`` for an exception, even one whose ``__str__`` fails (then the type alone, said so)."""
-    kind = type(exc).__name__
-    try:
-        text = str(exc)
-    except Exception:
-        return f"{kind} (its message could not be read)"
-    return f"{kind}: {text}" if text else kind
-
-
 # How long a cancelled async tool may take to stop before the turn stops waiting for it.
 CANCEL_GRACE = 2.0
 # Async tools that ignored their cancellation: kept referenced until they end, so asyncio does not destroy them
@@ -139,8 +132,11 @@ async def execute_tool_call(
 
     A sync tool runs on a daemon worker thread, and so does the reading of its result (a generator's body, an
     iterator inside the value) and its encoding: past its timeout the turn goes on without it, and the result says
-    it may still be running (a thread cannot be stopped). An async tool past its timeout is cancelled and given
-    `CANCEL_GRACE` seconds to stop; one that ignores the cancellation is left running.
+    it may still be running (a thread cannot be stopped). The reading itself stops there, between two items, and
+    closes the generator it stopped in; an iterator inside an async tool's result is read the same way. An async
+    tool past its timeout is cancelled and given `CANCEL_GRACE` seconds to stop; one that ignores the cancellation
+    is left running. An async generator is read on the event loop, which gets a turn every few milliseconds even
+    when the generator never suspends, so its timeout stops it too.
 
     ``on_error``, when given, is called with a short name of what went wrong when the result is an error (for
     tracing's ``error.type``): the class name of the exception the tool raised, ``"timeout"``,
@@ -172,12 +168,15 @@ async def execute_tool_call(
                 if tool_.is_async:
                     outcome = await _run_async(tool_.handler, kwargs, timeout)
                 else:
-                    outcome = await _run_sync(tool_.handler, kwargs, timeout)
+                    outcome = await _run_sync(_call_to_end, (tool_.handler, kwargs), timeout)
                     if outcome.ok and _is_async_value(outcome.value):
                         # An async function behind a plain decorator, or an async generator: what it gave is
                         # awaited (or read to its end) on the loop, in the time left.
-                        left = None if timeout is None else max(0.0, timeout - (time.perf_counter() - started))
-                        outcome = await _run_async(_finish, {"value": outcome.value}, left)
+                        outcome = await _run_async(_finish, {"value": outcome.value}, _left(timeout, started))
+                if outcome.ok and not isinstance(outcome.value, _Encoded) and holds_iterator(outcome.value):
+                    # What an async tool gave holds an iterator (a generator, a file, map(...)): its body must not
+                    # run on the event loop, so it is read and encoded on a worker, in the time left.
+                    outcome = await _run_sync(_read_to_end, (outcome.value,), _left(timeout, started))
             except _Unfinished as unfinished:
                 kind = "timeout"
                 if unfinished.stopped:
@@ -192,14 +191,14 @@ async def execute_tool_call(
                     # every error threadline shows, before it reaches the log, the screen and the model.
                     why = mask_secrets(describe_exception(outcome.value), environment_secrets())
                     content = f"Tool {call.name!r} failed: {why}"
-                    kind = type(outcome.value).__name__
+                    kind = type_name(outcome.value)
                 else:
                     encoded = outcome.value if isinstance(outcome.value, _Encoded) else _encode(outcome.value)
                     if encoded.error is None:
                         content = encoded.content
                         is_error = False
                     else:
-                        why = describe_exception(encoded.error)
+                        why = mask_secrets(describe_exception(encoded.error), environment_secrets())
                         content = f"Tool {call.name!r} returned a value that cannot be encoded: {why}"
                         kind = "unencodable_result"
     if is_error and on_error is not None:
@@ -217,39 +216,56 @@ class _Encoded(NamedTuple):
     """A result already encoded for the model (``content``), or the exception that encoding it raised."""
 
     content: str
-    error: Exception | None
+    error: BaseException | None
 
 
 def _encode(value: Any) -> _Encoded:
     try:
         return _Encoded(encode_result(value), None)
-    except Exception as exc:
+    except BaseException as exc:
+        # Encoding runs the value's own code (the repr of what JSON cannot hold): whatever that raises, SystemExit
+        # and KeyboardInterrupt included, says only that this value cannot be encoded.
         return _Encoded("", exc)
 
 
-def _call_to_end(handler: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+def _call_to_end(handler: Callable[..., Any], kwargs: Mapping[str, Any], stop: threading.Event) -> Any:
     """On the worker thread: call a sync handler and, unless it gave something to await, encode its result there.
 
     Encoding reads the whole value: a generator (or any iterator inside the value) runs its body then. Done here,
     that body runs on the worker, under the tool's timeout, instead of on the event loop with no limit; and an
-    exception raised by a generator's body is the tool's failure, not an encoding problem.
+    exception raised by a generator's body is the tool's failure, not an encoding problem. The reading stops once
+    ``stop`` is set (see `read_iterators`).
     """
     value = handler(**kwargs)
     if _is_async_value(value):
         return value  # awaited (or read to its end) on the loop by the caller
-    if inspect.isgenerator(value):
-        value = list(value)
+    return _read_to_end(value, stop)
+
+
+def _read_to_end(value: Any, stop: threading.Event) -> _Encoded:
+    """On the worker thread: every iterator in ``value`` read (until ``stop`` is set), then the value encoded."""
+    try:
+        if holds_iterator(value):
+            value = read_iterators(value, stop)
+    except ReadingStopped as stopped:
+        # Nobody waits for this any more. Returned rather than raised: a raised exception would keep the items
+        # read so far (its traceback holds them) until the garbage collector finds them.
+        return _Encoded("", stopped.with_traceback(None))
     return _encode(value)
 
 
-async def _run_sync(handler: Callable[..., Any], kwargs: Mapping[str, Any], limit: float | None) -> Outcome:
-    """The `Outcome` of a sync handler run (and its result encoded, see `_call_to_end`) on a worker thread; raises
-    `_Unfinished` when the timeout passes."""
+async def _run_sync(work: Callable[..., Any], args: tuple[Any, ...], limit: float | None) -> Outcome:
+    """The `Outcome` of ``work(*args, stop)`` run on a worker thread; raises `_Unfinished` when the timeout passes.
+
+    ``stop`` is a `threading.Event` set once nobody waits for the outcome any more (the timeout passed, or the turn
+    was cancelled): the reading of a result checks it between items, so it ends there instead of running on.
+    """
     import asyncio  # imported on first use: see threadline._sync
 
     from .._workers import start
 
-    future = start(_call_to_end, handler, kwargs)
+    stop = threading.Event()
+    future = start(work, *args, stop)
     # Awaiting the future itself under asyncio.timeout costs no extra task: the deadline cancels the future (the
     # thread's late outcome is then dropped), and expired() tells our deadline apart from anything else.
     deadline = asyncio.timeout(limit)
@@ -260,6 +276,14 @@ async def _run_sync(handler: Callable[..., Any], kwargs: Mapping[str, Any], limi
         if deadline.expired():
             raise _Unfinished(stopped=False) from None
         raise
+    finally:
+        if not future.done() or future.cancelled():
+            stop.set()  # nobody reads the outcome: stop reading the result (the handler itself cannot be stopped)
+
+
+def _left(timeout: float | None, started: float) -> float | None:
+    """What is left of a tool's ``timeout`` since ``started`` (a `time.perf_counter` reading)."""
+    return None if timeout is None else max(0.0, timeout - (time.perf_counter() - started))
 
 
 async def _run_async(handler: Callable[..., Any], kwargs: Mapping[str, Any], limit: float | None) -> Outcome:
@@ -326,7 +350,7 @@ def _is_async_value(value: Any) -> bool:
 async def _finish(value: Any) -> Any:
     """The result of an awaitable, or the items of an async generator as a list (as a sync generator's are sent)."""
     if inspect.isasyncgen(value):
-        return [item async for item in value]
+        return await read_async_generator(value)
     return await value
 
 

@@ -13,6 +13,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from .._exception_text import readable_message, type_name
 from ..errors import UserError
 
 __all__ = [
@@ -213,7 +214,8 @@ def _undescribable(name: str, fields: Mapping[str, Any], exc: Exception) -> User
     is tried alone) and pydantic's reason (its advice, e.g. ``typing_extensions.TypedDict`` before Python 3.12)."""
     import pydantic
 
-    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    # pydantic's reason; or the exception of a type of the user's own, whose message may not even be readable.
+    reason = (readable_message(exc).strip().splitlines() or [type_name(exc)])[0]
     for field, (annotation, info) in fields.items():
         try:
             _model("one_argument", {field: (annotation, info)}).model_json_schema()

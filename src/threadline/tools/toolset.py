@@ -8,6 +8,7 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._exception_text import describe_exception, exception_message, type_name
 from ..errors import UserError
 from .base_toolset import BaseToolset
 from .tool import Tool, as_tool
@@ -200,7 +201,11 @@ def _member_tools(
 
 
 def _reason(exc: Exception, tool_name: str) -> str:
-    text = str(exc) or type(exc).__name__
+    # The exception may be the object's own (a type it annotates with), whose message may not even be readable.
+    text = exception_message(exc)
+    if text is None:
+        return describe_exception(exc)
+    text = text or type_name(exc)
     if not isinstance(exc, UserError):
-        return f"{type(exc).__name__}: {text}"
+        return f"{type_name(exc)}: {text}"
     return text.removeprefix(f"tool {tool_name!r}: ")  # the caller names the tool

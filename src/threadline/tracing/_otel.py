@@ -52,6 +52,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
+from .._exception_text import readable_message, type_name
 from ..errors import ModelError, OutputValidationError, ThreadlineError
 from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
 from ..tools import execute_tool_call
@@ -567,7 +568,7 @@ def _error_type(error: BaseException) -> str:
     if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
         return "interrupted"
     kind = getattr(error, "type", None)  # a ModelError says what kind of failure it was
-    return kind if isinstance(kind, str) and kind else type(error).__name__
+    return kind if isinstance(kind, str) and kind else type_name(error)
 
 
 def _error_text(error: BaseException, secrets: tuple[str, ...] | None) -> str | None:
@@ -584,9 +585,11 @@ def _error_text(error: BaseException, secrets: tuple[str, ...] | None) -> str | 
         if isinstance(error, ModelError):
             return _described(error.type, error.status)
         if isinstance(error, OutputValidationError):
-            return type(error).__name__
+            return type_name(error)
         secrets = ()
-    return scrub(str(error), secrets)
+    # A subclass of ours made elsewhere (a custom model's ModelError) may have a __str__ that raises: tracing never
+    # fails a turn, so its message is read safely.
+    return scrub(readable_message(error), secrets)
 
 
 def _described(error_type: str, status: int | None) -> str:

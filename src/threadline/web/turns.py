@@ -16,6 +16,7 @@ from typing import Any
 
 from anyio import to_thread
 
+from .._exception_text import describe_exception, readable_message
 from ..conversation import Conversation, ConversationConfig
 from ..errors import ConversationBusy, ModelError, ThreadlineError
 from ..models import Model
@@ -71,18 +72,17 @@ class TurnRunner:
             async for piece in conversation.continuation.model(model).request(text).stream():
                 publish(conversation_id, "delta", {"text": piece})
         except ConversationBusy as exc:
-            publish(conversation_id, "turn", {"state": "busy", "detail": _one_line(str(exc))})
+            publish(conversation_id, "turn", {"state": "busy", "detail": _one_line(readable_message(exc))})
         except ModelError as exc:
-            # The failure is in the log already (with its partial output); the page shows it as a failure.
-            publish(conversation_id, "turn", {"state": "failed", "detail": _one_line(str(exc))})
+            # The failure is in the log already (with its partial output); the page shows it as a failure. (A
+            # custom model's own ModelError may have a __str__ that raises: its message is read safely.)
+            publish(conversation_id, "turn", {"state": "failed", "detail": _one_line(readable_message(exc))})
         except Exception as exc:
             if isinstance(exc, ThreadlineError):
-                publish(conversation_id, "turn", {"state": "error", "detail": _one_line(str(exc))})
+                publish(conversation_id, "turn", {"state": "error", "detail": _one_line(readable_message(exc))})
             else:
                 log.exception("turn of conversation %s failed", conversation_id)
-                publish(
-                    conversation_id, "turn", {"state": "error", "detail": _one_line(f"{type(exc).__name__}: {exc}")}
-                )
+                publish(conversation_id, "turn", {"state": "error", "detail": _one_line(describe_exception(exc))})
         else:
             publish(conversation_id, "turn", {"state": "done"})
 

@@ -1,0 +1,76 @@
+"""Which turns the running code is a tool of, so that a tool cannot write to the conversation whose turn runs it.
+
+While a turn runs its tool calls, the call is still unanswered: a user or assistant message recorded then would make
+the conversation answer it ``interrupted`` first, and the turn would then answer it again (a log that never
+validates again, issue 31); a turn started on it would wait for the running turn, which waits for the tool. So the
+engine marks the context its tools run in (`ToolRound`): each tool runs in a copy of it (its asyncio task, or the
+worker thread of a sync tool, and whatever those start with a copy of their context: tasks, ``asyncio.to_thread``),
+and `refuse_own_tool` refuses every write to that conversation, and every turn on it, made from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Protocol
+
+from .errors import ConversationBusy
+
+__all__ = ["Owner", "ToolRound", "refuse_own_tool"]
+
+
+class Owner(Protocol):
+    """A conversation, as far as the refusal names it."""
+
+    @property
+    def id(self) -> str: ...
+
+
+# The rounds of tools this context belongs to: several when a tool runs a turn on another conversation (an
+# agent_tool's sub-conversation) whose tools run in turn.
+_rounds: ContextVar[tuple[ToolRound, ...]] = ContextVar("threadline_tool_rounds", default=())
+
+
+class ToolRound:
+    """One round of tool calls of a turn on ``host``: its context marks are made with `running`, and `end` lets go
+    of the host once the round is over.
+
+    A context keeps what its variables hold for as long as it lives, and a tool may start something that lives on
+    in a copy of it (an MCP connection's session task, a thread): holding the host there would keep the
+    conversation, its tools and their servers alive for as long. So contexts hold the round, which drops the host
+    when it ends; a tool still running past its timeout is then no longer refused (its call is answered already).
+    """
+
+    __slots__ = ("host",)
+
+    def __init__(self, host: object) -> None:
+        self.host: object | None = host
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Within the block, the current context (and every task and worker thread started from it) runs this
+        round's tools. Enter and leave it within one step of a coroutine (no ``yield`` to the caller in between)."""
+        token = _rounds.set((*_rounds.get(), self))
+        try:
+            yield
+        finally:
+            _rounds.reset(token)
+
+    def end(self) -> None:
+        """The round is over: let go of the host."""
+        self.host = None
+
+
+def refuse_own_tool(owner: Owner) -> None:
+    """Refuse a write to ``owner`` (or a turn on it) made from inside a tool its own running turn is running.
+
+    Raises:
+        ConversationBusy: saying why, when this code runs inside such a tool.
+    """
+    if any(round_.host is owner for round_ in _rounds.get()):
+        raise ConversationBusy(
+            f"conversation {owner.id} is running the turn that called this tool: a tool cannot write to that "
+            "conversation or run a turn on it while its call is unanswered (the turn waits for the tool); return "
+            "what it has to say as its result, or write to the conversation once the turn is over"
+        )
