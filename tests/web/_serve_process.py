@@ -27,11 +27,19 @@ def free_port() -> int:
 
 @dataclass
 class Serving:
-    """A running ``threadline serve``: its address, and (once stopped) what it wrote to stderr."""
+    """A running ``threadline serve``: its address, and (once stopped) what it wrote to stderr and its exit code."""
 
     url: str
     port: int
+    process: subprocess.Popen[str]
     errors: str = ""
+    returncode: int | None = None
+    interrupted: bool = False
+
+    def interrupt(self) -> None:
+        """Press Ctrl+C, once (the server is waited for when the block ends)."""
+        self.interrupted = True
+        self.process.send_signal(signal.SIGINT)
 
 
 @contextmanager
@@ -42,7 +50,7 @@ def threadline_serve(store_url: str) -> Iterator[Serving]:
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"}
     ) as process:
-        serving = Serving(f"http://127.0.0.1:{port}", port)
+        serving = Serving(f"http://127.0.0.1:{port}", port, process)
         try:
             assert process.stdout is not None
             line = process.stdout.readline()
@@ -50,8 +58,10 @@ def threadline_serve(store_url: str) -> Iterator[Serving]:
                 raise RuntimeError(f"threadline serve did not start: {line}")
             yield serving
         finally:
-            process.send_signal(signal.SIGINT)
+            if not serving.interrupted:
+                serving.interrupt()
             _, serving.errors = process.communicate(timeout=30)
+            serving.returncode = process.returncode
 
 
 class SlowClient(threading.Thread):

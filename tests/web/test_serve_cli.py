@@ -13,6 +13,7 @@ import time
 import httpx
 
 from tests.store._backends import run_cli
+from tests.web._serve_process import threadline_serve
 
 
 def free_port() -> int:
@@ -97,3 +98,28 @@ def test_serve_never_prints_a_password_given_in_the_store_url() -> None:
                 process.send_signal(signal.SIGINT)
                 _, errors = process.communicate(timeout=20)
     assert "SEKRET" not in line + page + errors
+
+
+def test_ctrl_c_with_a_page_open_stops_quietly(sqlite_store) -> None:
+    """A page open on a conversation holds a live-update stream that never ends by itself. Ctrl+C closes it as a
+    client that went away (the page reconnects to the next server) and the server stops quietly; before, it waited
+    out its graceful-shutdown time, cancelled the stream, and printed a CancelledError traceback, uvicorn's
+    "Cancel 1 running task(s)" and "Error: interrupted"."""
+    from threadline import Conversation, assistant, user
+
+    conversation = Conversation(store=sqlite_store)
+    conversation.add(user("Hello?"))
+    conversation.add(assistant("Hi."))
+    received = b""
+    with threadline_serve(sqlite_store.url) as serving:
+        with socket.create_connection(("127.0.0.1", serving.port), timeout=20) as sock:
+            request = f"GET /c/{conversation.id}/events HTTP/1.1\r\nHost: 127.0.0.1:{serving.port}\r\n\r\n"
+            sock.sendall(request.encode())
+            while b"event: message" not in received:  # the stream is live
+                received += sock.recv(65536)
+            serving.interrupt()
+            while chunk := sock.recv(65536):  # the server ends the stream; the client never hangs up
+                received += chunk
+    assert serving.returncode in (0, 130, -signal.SIGINT), serving.returncode
+    # Ctrl+C's own one line, as without a page open, and nothing else.
+    assert set(serving.errors.strip().splitlines()) <= {"Error: interrupted"}, serving.errors

@@ -46,6 +46,18 @@ class RequestDeadlineProtocol(H11Protocol):
         # request already began to arrive.
         self._watch(started=bool(self.conn.trailing_data[0]))
 
+    def shutdown(self) -> None:
+        """The server is stopping (Ctrl+C). A response already being sent that has not ended by now is a stream (a
+        page's live updates; a page or a download ends in moments): its connection is closed, as a client that
+        went away, so the stream ends at once and the page reconnects to the next server. Left to uvicorn, it ran
+        out the graceful-shutdown time and was then cancelled, and the cancellation reached the terminal as a
+        traceback. A request still being answered is let finish, as uvicorn does."""
+        cycle = self.cycle
+        if cycle is not None and cycle.response_started and not cycle.response_complete:
+            self.transport.close()  # uvicorn's connection_lost then tells the app its client is gone
+            return
+        super().shutdown()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._lift()
         super().connection_lost(exc)
