@@ -9,6 +9,9 @@ forever. h11's ``max_incomplete_event_size`` bounds the size of the headers, not
 within `REQUEST_SECONDS` of the connection opening or of its first byte (a kept-alive connection's idle time before
 that is uvicorn's `KEEP_ALIVE_SECONDS`); past it the connection is closed. The deadline is lifted as soon as the
 request is in, so a long response (a live-update stream, a turn running for minutes) is never cut.
+
+It also ends those streams when the server stops (`RequestDeadlineProtocol.shutdown`), so Ctrl+C with a page open
+stops the server at once and quietly.
 """
 
 from __future__ import annotations
