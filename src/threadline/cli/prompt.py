@@ -18,9 +18,11 @@ from .otlp import otlp_option
 from .store_option import open_cli_store, store_option
 from .turn_printer import (
     EXIT_INTERRUPTED,
+    AnswerNotSaved,
     TurnInterrupted,
     TurnPrinter,
     interrupted,
+    not_saved,
     run_printed_turn,
     stderr_console,
     stdout_writer,
@@ -298,6 +300,8 @@ def prompt(
             run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, thinking=thinking))
         except TurnInterrupted:
             raise interrupted(conversation, "threadline prompt --cid {id} …") from None
+        except AnswerNotSaved as lost:
+            raise not_saved(lost, "threadline prompt --cid {id} …") from None
         except BaseException:
             _where(conversation, events)
             raise
@@ -372,7 +376,10 @@ def chat(
             builder.request(line).prompt_conversation(**_settings(max_tokens, temperature))
             label = "assistant › " if interactive else ""
             printer = TurnPrinter(stdout_writer(), events, label=label, thinking=events if show_reasoning else None)
-            run_printed_turn(conversation, printer)
+            try:
+                run_printed_turn(conversation, printer)
+            except AnswerNotSaved as lost:
+                raise not_saved(lost, "threadline chat --cid {id}") from None
             builder = conversation.continuation
         if store is not None and len(conversation.messages):
             events.print(
