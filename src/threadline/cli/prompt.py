@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._errors import EXIT_USAGE, CommandError, conversation_id, friendly_errors
+from ._params import FiniteFloatRange
 from .loading import check_model, check_tool_choice, load_tool, load_tools, prepare_model, resolve_model
 from .otlp import otlp_option
 from .store_option import open_cli_store, store_option
@@ -111,7 +112,7 @@ _max_tokens_option = click.option(
     "--max-tokens", type=click.IntRange(min=1), default=None, help="Token limit per model call."
 )
 _temperature_option = click.option(
-    "--temperature", type=click.FloatRange(min=0), default=None, help="Sampling temperature."
+    "--temperature", type=FiniteFloatRange(min=0), default=None, help="Sampling temperature."
 )
 
 
@@ -154,7 +155,7 @@ _no_log_option = click.option("--no-log", is_flag=True, help="Do not keep this c
 _wait_option = click.option(
     "--wait",
     "wait",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=300.0,
     show_default=True,
     metavar="SECONDS",
