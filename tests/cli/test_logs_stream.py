@@ -48,6 +48,7 @@ def test_the_log_is_read_while_it_is_shown(store_url: str, store: Store) -> None
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
+        bufsize=0,  # unbuffered: the first line read leaves the rest to communicate(), which reads the pipe itself
     )
     assert process.stdout is not None
     first = process.stdout.readline()
