@@ -8,7 +8,9 @@
 - durable appends, one message per transaction (how the turn engine writes): SQLite from one writer — target
   ≥ 2,000 msg/s; PostgreSQL from 4 concurrent writer *processes*, each appending to its own conversation and, in a
   second run, all four to one shared conversation — target ≥ 1,000 msg/s;
-- load of a 10,000-message conversation (ms), and listing 10,000 conversations (ms), on both backends.
+- load of a 10,000-message conversation (ms), and listing 10,000 conversations (ms), on both backends;
+- ``threadline logs show ID --all`` of a 100,000-message SQLite conversation, output to a file (s), against a floor
+  run the same way: a script that loads the log (``store.load``) and prints each message's text, no boxes.
 
 Run: ``python bench/bench_store.py`` (PostgreSQL from ``THREADLINE_TEST_POSTGRES``, default the local test server).
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +37,16 @@ from threadline.store import ConversationInfo, ImportItem, open_store
 
 POSTGRES = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 N = 10_000
+LOG_SHOWN = 100_000
+FLOOR_SCRIPT = """
+import sys
+from threadline.store import open_store
+
+with open_store(sys.argv[1]) as store:
+    write = sys.stdout.write
+    for message in store.load(sys.argv[2]):
+        write((message.content or "") + "\\n")
+"""
 
 
 def make_messages(n: int) -> list[Message]:
@@ -167,6 +180,28 @@ def bench_load_and_list(url: str, messages: list[Message]) -> tuple[float, float
     return load * 1000, listed * 1000
 
 
+def bench_logs_show(folder: Path) -> tuple[float, float]:
+    """Seconds for ``threadline logs show ID --all`` of a 100,000-message SQLite conversation (output to a file), and
+    for the floor: a process that loads the same log and prints each message's text."""
+    url = f"sqlite://{folder / 'shown.db'}"
+    messages = make_messages(LOG_SHOWN)
+    with open_store(url) as store:
+        cid = store.create_conversation("shown").id
+        for start in range(0, LOG_SHOWN, 10_000):
+            store.append(cid, messages[start : start + 10_000])
+    env = {**os.environ, "COLUMNS": "120"}
+
+    def run(*args: str) -> float:
+        with open(folder / "shown.txt", "w", encoding="utf-8") as out:
+            start = time.perf_counter()
+            subprocess.run([sys.executable, *args], stdout=out, env=env, check=True)
+            return time.perf_counter() - start
+
+    ours = median([run("-m", "threadline", "logs", "show", cid, "--all", "--store", url) for _ in range(3)])
+    floor = median([run("-c", FLOOR_SCRIPT, url, cid) for _ in range(3)])
+    return ours, floor
+
+
 def main() -> None:
     messages = make_messages(N)
     schema = f"tl_bench_{uuid.uuid4().hex[:10]}"
@@ -177,6 +212,7 @@ def main() -> None:
             store_s, floor_s, hand_s = bench_roundtrip(folder, messages)
             sqlite_rate = bench_sqlite_appends(folder, messages)
             sqlite_load, sqlite_list = bench_load_and_list(f"sqlite://{folder / 'load.db'}", messages)
+            shown_s, shown_floor_s = bench_logs_show(folder)
         pg_rate = bench_pg_appends(pg_url, writers=4, count=1000, shared=False)
         pg_shared_rate = bench_pg_appends(pg_url, writers=4, count=1000, shared=True)
         pg_load, pg_list = bench_load_and_list(pg_url, messages)
@@ -200,6 +236,9 @@ def main() -> None:
         ["PostgreSQL load 10k-message conversation (ms)", pg_load, "", ""],
         ["SQLite list 10k conversations (ms)", sqlite_list, "", ""],
         ["PostgreSQL list 10k conversations (ms)", pg_list, "", ""],
+        ["logs show --all, 100k-message SQLite log, to a file (s)", shown_s, "", ""],
+        ["  floor: store.load + print each message's text (s)", shown_floor_s, "", ""],
+        ["  ratio logs show / floor", shown_s / shown_floor_s, "", ""],
     ]
     print_table("Store benchmark (medians)", ["measure", "value", "target", "met"], rows)
     record(
@@ -217,6 +256,8 @@ def main() -> None:
             "postgres_load_10k_ms": pg_load,
             "sqlite_list_10k_ms": sqlite_list,
             "postgres_list_10k_ms": pg_list,
+            "logs_show_all_100k_s": shown_s,
+            "logs_show_all_100k_floor_s": shown_floor_s,
             "targets_met": {
                 "roundtrip_ratio_le_1_5": ratio <= 1.5,
                 "sqlite_appends_ge_2000": sqlite_rate >= 2000,

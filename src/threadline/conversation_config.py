@@ -7,6 +7,7 @@ from typing import Any, cast
 
 import msgspec
 
+from ._numbers import finite_problem
 from .context import ContextBuilder, ContextSettings
 from .errors import UserError
 from .models.base import EFFORTS, Model, ReasoningEffort, ReasoningSettings
@@ -107,6 +108,9 @@ def config_problem(key: str, value: Any) -> str | None:
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
         return None if ok else f"max_tool_rounds must be an integer >= 0, got {value!r}"
     if key == "busy_timeout":
+        problem = finite_problem(value)
+        if problem is not None:
+            return f"busy_timeout {problem}"
         ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0)
         return None if ok else f"busy_timeout must be a number of seconds > 0 (or None), got {value!r}"
     if key in SETTING_KEYS or key in TURN_KEYS:
@@ -132,6 +136,9 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
             _check_value(key, value)
             out[key] = value
         elif key.startswith(EXTRA_PREFIXES):
+            problem = finite_problem(value)
+            if problem is not None:
+                raise UserError(f"{key} {problem} (a request cannot carry infinity or NaN)")
             extras[key] = value
         else:
             known = ", ".join((*SETTING_KEYS, *TURN_KEYS))
@@ -148,6 +155,9 @@ def _check_value(key: str, value: Any) -> None:
     "did not finish in -1 s")."""
     if value is None:
         return
+    problem = finite_problem(value)
+    if problem is not None:
+        raise UserError(f"{key} {problem} (or None)")
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if key == "stream":
         ok, wanted = isinstance(value, bool), "True or False"

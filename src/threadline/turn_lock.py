@@ -17,10 +17,11 @@ from collections.abc import Callable
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from ._numbers import finite_problem
 from ._sync import in_event_loop
 from ._tool_scope import refuse_own_tool
 from ._turn_gate import GateState, Lease, TurnGate, wait_for_lease, wait_for_lease_async
-from .errors import ConversationBusy
+from .errors import ConversationBusy, UserError
 
 if TYPE_CHECKING:
     from .conversation_config import ConversationConfig
@@ -158,7 +159,12 @@ class TurnLock:
 
 
 def _seconds(owner: LockOwner, max_wait: MaxWait) -> float | None:
-    return owner.config.busy_timeout if isinstance(max_wait, EllipsisType) else max_wait
+    if isinstance(max_wait, EllipsisType):
+        return owner.config.busy_timeout
+    problem = finite_problem(max_wait)
+    if problem is not None:  # NaN seconds is no wait at all, and infinity overflows the clock: None waits forever
+        raise UserError(f"max_wait {problem} (None waits as long as it takes)")
+    return max_wait
 
 
 def _drop_lease(gate: TurnGate) -> None:

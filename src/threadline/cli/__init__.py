@@ -59,6 +59,21 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """threadline: LLM conversations with tools, kept as one log."""
     _tolerant_output()
+    _quiet_driver_logs()
+
+
+def _quiet_driver_logs() -> None:
+    """Keep the PostgreSQL driver's own log lines off the terminal ("discarding closed connection …", "error
+    connecting in 'threadline' …" when the server restarts): what a command needs to say about the store it says
+    itself, as one line. Python prints a library's warnings to stderr when no logging is configured, and a command
+    is the program that owns its terminal; the library leaves logging to the programs that use it, which may well
+    want these lines in their own logs."""
+    import logging
+
+    for name in ("psycopg", "psycopg_pool"):
+        driver = logging.getLogger(name)
+        driver.addHandler(logging.NullHandler())
+        driver.propagate = False
 
 
 def _tolerant_output() -> None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
 
@@ -26,7 +26,17 @@ from ..messages import (
 )
 from ._terminal import visible, visible_json
 
-__all__ = ["format_arguments", "render_log", "render_message", "thinking_style", "thinking_text", "tool_group"]
+__all__ = [
+    "Box",
+    "format_arguments",
+    "message_box",
+    "panel",
+    "render_message",
+    "thinking_style",
+    "thinking_text",
+    "tool_box",
+    "tool_group",
+]
 
 PREVIEW_CHARS = 600
 
@@ -43,8 +53,35 @@ def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return visible(text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)")
 
 
+@dataclass(frozen=True, slots=True)
+class Box:
+    """What a message (or a tool call) is shown as: a titled border around parts shown one under the other, each a
+    text or a box of its own. `panel` draws it with rich; `threadline.cli._plain_boxes` draws the same lines as plain
+    text, faster, for output that carries no styles."""
+
+    title: str | Text
+    border_style: str
+    parts: tuple[Text | Box, ...]
+
+
+def panel(box: Box) -> Panel:
+    """The rich panel of a box."""
+    parts = [panel(part) if isinstance(part, Box) else part for part in box.parts]
+    return Panel(
+        parts[0] if len(parts) == 1 else Group(*parts),
+        title=box.title,
+        title_align="left",
+        border_style=box.border_style,
+    )
+
+
 def tool_group(call: ToolCall, result: ToolMessage | None) -> Panel:
     """One tool call and its result in one box."""
+    return panel(tool_box(call, result))
+
+
+def tool_box(call: ToolCall, result: ToolMessage | None) -> Box:
+    """One tool call and its result, as a box."""
     body = Text()
     body.append("→ ", style="cyan")
     body.append(visible(call.name), style="bold cyan")
@@ -56,7 +93,7 @@ def tool_group(call: ToolCall, result: ToolMessage | None) -> Panel:
         duration = f"  [{result.duration_ms:.0f} ms]" if result.duration_ms is not None else ""
         body.append(f"\n← {_preview(result.content)}", style=style)
         body.append(duration, style="dim")
-    return Panel(body, title="tool", title_align="left", border_style="red" if result and result.is_error else "cyan")
+    return Box("tool", "red" if result and result.is_error else "cyan", (body,))
 
 
 def thinking_style() -> str:
@@ -86,6 +123,13 @@ def render_message(
 ) -> Any:
     """A rich renderable for one message; an assistant message with calls shows each call with its result, and
     with ``show_reasoning`` its thinking, dimmed, where the model produced it (before its answer, as a rule)."""
+    return panel(message_box(message, results, show_reasoning=show_reasoning))
+
+
+def message_box(
+    message: Message, results: dict[str, ToolMessage] | None = None, *, show_reasoning: bool = False
+) -> Box:
+    """One message as a box (see `render_message`)."""
     if isinstance(message, UserMessage):
         text = Text(visible(message.content))
         for attachment in message.attachments:
@@ -93,47 +137,40 @@ def render_message(
                 visible(f"\n[{attachment.kind}: {attachment.ref or attachment.name or attachment.media_type or ''}]"),
                 style="dim",
             )
-        return Panel(text, title="user", title_align="left", border_style="blue")
+        return Box("user", "blue", (text,))
     if isinstance(message, SystemMessage):
-        return Panel(
-            Text(_preview(message.content), style="dim"), title="system", title_align="left", border_style="dim"
-        )
+        return Box("system", "dim", (Text(_preview(message.content), style="dim"),))
     if isinstance(message, ToolMessage):
         style = "red" if message.is_error else "green"
-        return Panel(
-            Text(_preview(message.content), style=style),
-            title=Text(visible(f"result of {message.tool_name}")),
-            title_align="left",
-            border_style=style,
+        return Box(
+            Text(visible(f"result of {message.tool_name}")), style, (Text(_preview(message.content), style=style),)
         )
     ordered = answer_parts(message) if show_reasoning and message.reasoning else None
-    answer: list[Any] = []
+    answer: list[Text] = []
     if message.content:
         answer.append(Text(visible(message.content)))
     if message.error is not None:
         answer.append(Text(visible(f"failed: {message.error.type}: {message.error.message}"), style="bold red"))
         if not message.content:
             answer.append(Text(_nothing_partial(message, ordered), style="dim"))
-    parts: list[Any] = []
+    parts: list[Text | Box] = []
     if ordered is not None:
         # In the order the model produced them: its thinking, its text (and failure), its tool calls.
         for part in ordered:
             if isinstance(part, Reasoning):
                 parts.append(thinking_text(part))
             elif isinstance(part, ToolCall):
-                parts.append(tool_group(part, (results or {}).get(part.id)))
+                parts.append(tool_box(part, (results or {}).get(part.id)))
             else:
                 parts.extend(answer)
     else:
         parts.extend(answer)
         for call in message.tool_calls:
-            parts.append(tool_group(call, (results or {}).get(call.id)))
+            parts.append(tool_box(call, (results or {}).get(call.id)))
     # A Text title: rich would read "[...]" in a str title (the model's name, from the server) as markup.
     title = Text(visible("assistant" + (f" · {message.model}" if message.model else "")))
     border = "red" if message.error is not None else "magenta"
-    return Panel(
-        Group(*parts) if parts else Text("(empty)", style="dim"), title=title, title_align="left", border_style=border
-    )
+    return Box(title, border, tuple(parts) if parts else (Text("(empty)", style="dim"),))
 
 
 def _nothing_partial(message: AssistantMessage, ordered: list[Any] | None) -> str:
@@ -146,25 +183,3 @@ def _nothing_partial(message: AssistantMessage, ordered: list[Any] | None) -> st
         if any(isinstance(part, Reasoning) for part in ordered[:text_at]):
             return "(no partial answer; its thinking is above)"
     return "(no partial answer)" if message.reasoning or message.tool_calls else "(no partial output)"
-
-
-def render_log(console: Console, messages: Iterable[Message], *, show_reasoning: bool = False) -> None:
-    """Print a whole log; each tool result is shown inside the box of the call it answers, and with
-    ``show_reasoning`` each assistant message's thinking, dimmed."""
-    items = list(messages)
-    shown_inside: set[int] = set()
-    for index, message in enumerate(items):
-        if index in shown_inside:
-            continue
-        results: dict[str, ToolMessage] = {}
-        if isinstance(message, AssistantMessage) and message.tool_calls:
-            wanted = {call.id for call in message.tool_calls}
-            for later in range(index + 1, len(items)):
-                candidate = items[later]
-                if isinstance(candidate, ToolMessage):
-                    if candidate.tool_call_id in wanted and candidate.tool_call_id not in results:
-                        results[candidate.tool_call_id] = candidate
-                        shown_inside.add(later)
-                elif isinstance(candidate, (AssistantMessage, UserMessage)):
-                    break
-        console.print(render_message(message, results, show_reasoning=show_reasoning))

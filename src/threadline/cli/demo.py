@@ -18,6 +18,7 @@ from ..errors import ThreadlineError
 from ._errors import friendly_errors
 from .prompt import TurnInterrupted, TurnPrinter, interrupted, prepare_model, resolve_model, run_printed_turn
 from .store_option import open_cli_store, store_option
+from .turn_printer import AnswerNotSaved, not_saved
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -145,6 +146,8 @@ def demo(out: Path | None, model_name: str, store_url: str | None) -> None:
             conversation = run_demo(model, path, console, stderr_console(), store)
         except TurnInterrupted as stop:  # Ctrl-C: the interrupted turn is in the store; say where, in one line
             raise interrupted(stop.conversation, "threadline logs show {id}") from None
+        except AnswerNotSaved as lost:
+            raise not_saved(lost, "threadline logs show {id}") from None
         console.print(
             f"The conversation ({len(conversation.messages)} messages) is saved in {path} and in {store.url} "
             f"(threadline logs show {conversation.id})",

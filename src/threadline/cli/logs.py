@@ -157,6 +157,9 @@ def show(
     paged = last is not None or offset is not None
     if as_json and not paged:
         show_all = True  # JSON is for programs: the whole log unless a page was asked for
+    if show_all and not as_json and not (with_context or mode):
+        _stream_log(conversation_id, store_url, show_reasoning)
+        return
     with open_cli_store(store_url) as store:
         info = store.get_conversation(conversation_id)
         page, start, total = _read_page(store, info, last, offset, limit, show_all)
@@ -178,15 +181,10 @@ def show(
     from rich.console import Console
     from rich.text import Text
 
-    from ._render import render_log
+    from ._log_printer import render_log
 
     console = Console()
-    header = Text(visible(info.title or "(untitled)"), style="bold")
-    active = f" · mode {info.active_mode}" if info.active_mode else ""
-    header.append(
-        f"  {info.id} · {info.message_count} messages · updated {_when(info.updated_at)}{active}", style="dim"
-    )
-    console.print(header)
+    console.print(_header(info))
     if start > 0:
         console.print(Text(_more_text(conversation_id, start, end, total, before=True), style="yellow"))
     render_log(console, page, show_reasoning=show_reasoning)
@@ -197,6 +195,47 @@ def show(
     if built is not None:
         console.print(Text(visible(_request_text(built))), highlight=False)
         console.print(Text(visible(_report_text(built, total))), highlight=False)
+
+
+STREAM_PAGE = 500
+"""How many messages ``logs show --all`` reads from the store at a time."""
+
+
+def _stream_log(conversation_id: str, store_url: str | None, show_reasoning: bool) -> None:
+    """``logs show ID --all``: the log read from the store a page at a time, each page printed as it is read, so a
+    long log starts showing at once and memory holds one page (a log of 100,000 messages was read whole first, then
+    shown)."""
+    from rich.console import Console
+
+    from ._log_printer import LogPrinter
+
+    console = Console()
+    with open_cli_store(store_url) as store:
+        console.print(_header(store.get_conversation(conversation_id)))
+        printer = LogPrinter(console, show_reasoning=show_reasoning)
+        after = -1
+        while True:
+            page = store.read_after(conversation_id, after, STREAM_PAGE)
+            if not page.messages:
+                break
+            printer.feed(page.messages)
+            after = page.seqs[-1]
+        printer.finish()
+        pages = store.list_pages(conversation_id)
+    if pages:
+        console.print(_pages_text(pages), highlight=False)
+
+
+def _header(info: ConversationInfo) -> Text:
+    """The line above a log: its title, id, size, last activity and mode."""
+    from rich.text import Text
+
+    header = Text(visible(info.title or "(untitled)"), style="bold")
+    active = f" · mode {info.active_mode}" if info.active_mode else ""
+    header.append(
+        f"  {info.id} · {info.message_count} messages · updated {_when(info.updated_at)}{active}", style="dim"
+    )
+    return header
 
 
 def _pages_text(pages: list[PageInfo]) -> Text:

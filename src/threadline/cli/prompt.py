@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._errors import EXIT_USAGE, CommandError, conversation_id, friendly_errors
+from ._params import FiniteFloatRange
 from .loading import check_model, check_tool_choice, load_tool, load_tools, prepare_model, resolve_model
 from .otlp import otlp_option
 from .store_option import open_cli_store, store_option
 from .turn_printer import (
     EXIT_INTERRUPTED,
+    AnswerNotSaved,
     TurnInterrupted,
     TurnPrinter,
     interrupted,
+    not_saved,
     run_printed_turn,
     stderr_console,
     stdout_writer,
@@ -166,7 +169,7 @@ _max_tokens_option = click.option(
     "--max-tokens", type=click.IntRange(min=1), default=None, help="Token limit per model call."
 )
 _temperature_option = click.option(
-    "--temperature", type=click.FloatRange(min=0), default=None, help="Sampling temperature."
+    "--temperature", type=FiniteFloatRange(min=0), default=None, help="Sampling temperature."
 )
 _setting_option = click.option(
     "-o",
@@ -220,7 +223,7 @@ _no_log_option = click.option("--no-log", is_flag=True, help="Do not keep this c
 _wait_option = click.option(
     "--wait",
     "wait",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=300.0,
     show_default=True,
     metavar="SECONDS",
@@ -368,6 +371,8 @@ def prompt(
             run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, thinking=thinking))
         except TurnInterrupted:
             raise interrupted(conversation, "threadline prompt --cid {id} …") from None
+        except AnswerNotSaved as lost:
+            raise not_saved(lost, "threadline prompt --cid {id} …") from None
         except BaseException:
             _where(conversation, events)
             raise
@@ -444,7 +449,10 @@ def chat(
             builder.request(line).prompt_conversation(**_settings(max_tokens, temperature, options))
             label = "assistant › " if interactive else ""
             printer = TurnPrinter(stdout_writer(), events, label=label, thinking=events if show_reasoning else None)
-            run_printed_turn(conversation, printer)
+            try:
+                run_printed_turn(conversation, printer)
+            except AnswerNotSaved as lost:
+                raise not_saved(lost, "threadline chat --cid {id}") from None
             builder = conversation.continuation
         if store is not None and len(conversation.messages):
             events.print(

@@ -10,8 +10,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ConversationBusy, StoreError
 from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
-from ._errors import CommandError, silence_stdout
+from ._errors import EXIT_OTHER, CommandError, silence_stdout
 from ._terminal import VisibleStream, visible
 
 if TYPE_CHECKING:
@@ -23,9 +24,11 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_INTERRUPTED",
     "THINKING_LABEL",
+    "AnswerNotSaved",
     "TurnInterrupted",
     "TurnPrinter",
     "interrupted",
+    "not_saved",
     "run_printed_turn",
     "stderr_console",
     "stdout_writer",
@@ -163,6 +166,11 @@ class TurnPrinter:
             if all(call.id in self._results for call in self._pending):
                 self._flush_tools()
 
+    @property
+    def answer_unsaved(self) -> bool:
+        """Whether answer text was shown that no recorded message holds yet (the store failed to keep it)."""
+        return self._streamed
+
     def finish(self) -> None:
         """The turn is over (or failed): close the answer line and show calls still waiting for a result."""
         self._end_thinking()
@@ -236,6 +244,16 @@ class TurnInterrupted(KeyboardInterrupt):
         self.conversation = conversation
 
 
+class AnswerNotSaved(StoreError):
+    """The store failed to keep an answer of ``conversation`` that was already shown (``error`` says why); the log
+    keeps everything before it."""
+
+    def __init__(self, conversation: Conversation, error: Exception) -> None:
+        super().__init__(f"the answer shown above was not saved: {error}")
+        self.conversation = conversation
+        self.error = error
+
+
 def run_printed_turn(conversation: Conversation, printer: TurnPrinter) -> TurnResult:
     """Run the conversation's armed turn, showing it through ``printer``; return how the turn ended.
 
@@ -245,12 +263,18 @@ def run_printed_turn(conversation: Conversation, printer: TurnPrinter) -> TurnRe
     Raises:
         ModelError: when a model call fails (the failure is in the log first).
         TurnInterrupted: after Ctrl-C, once the turn has recorded where it stopped.
+        AnswerNotSaved: when the store failed to keep answer text already shown.
+        StoreError: when the store failed otherwise (the log keeps everything before).
     """
     try:
         on_reasoning = printer.on_reasoning if printer.thinking is not None else None
         return conversation.run_sync(printer.on_message, on_text=printer.on_text, on_reasoning=on_reasoning)
     except KeyboardInterrupt:
         raise TurnInterrupted(conversation) from None
+    except (StoreError, ConversationBusy) as exc:
+        if printer.answer_unsaved:
+            raise AnswerNotSaved(conversation, exc) from None
+        raise
     finally:
         printer.finish()
 
@@ -268,6 +292,21 @@ def interrupted(conversation: Conversation | None, continue_with: str) -> Comman
     return CommandError(
         f"interrupted; conversation {conversation.id} keeps everything up to here (continue with: {hint})",
         EXIT_INTERRUPTED,
+    )
+
+
+def not_saved(lost: AnswerNotSaved, continue_with: str) -> CommandError:
+    """The one line a command ends with when the store failed to keep the answer it showed (exit code 1): that the
+    answer was not saved, why, and how to go on from what the conversation keeps.
+
+    Args:
+        lost: What the turn raised.
+        continue_with: The command that continues the conversation, with ``{id}`` for its id.
+    """
+    conversation = lost.conversation
+    hint = continue_with.format(id=conversation.id)
+    return CommandError(
+        f"{lost}; conversation {conversation.id} keeps everything before it (continue with: {hint})", EXIT_OTHER
     )
 
 

@@ -7,16 +7,23 @@ never pays for the driver.
 Tables live in the schema named by ``?schema=NAME`` in the URL (created if missing), else in the connection's default
 schema; every statement names them with `PostgresDatabase.prefix`. Migrations run under a transaction-scoped advisory
 lock, so hosts starting together migrate once.
+
+A server restart ends every connection idle in the pool. A transaction never starts on a connection the server has
+ended: its socket shows that without a round trip, and such a connection is closed (the pool replaces it). When a
+connection is lost inside a transaction run by `PostgresDatabase.run` (the reads, the appends), the transaction runs
+once more on a connection opened for it, if that is safe: the connection was lost before the commit (so nothing was
+written), or the work is idempotent (appending messages by id, reading).
 """
 
 from __future__ import annotations
 
 import re
+import select
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import StoreError, UserError
@@ -30,6 +37,8 @@ __all__ = ["PostgresDatabase", "first_line", "postgres_text", "split_url", "utc"
 
 _SCHEMA = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _OWN_PARAMETERS = ("schema", "pool_min", "pool_max")
+
+T = TypeVar("T")
 
 
 def split_url(url: str) -> tuple[str, dict[str, str]]:
@@ -115,8 +124,9 @@ class PostgresDatabase:
                 self._migrate(first)
         finally:
             first.close()
+        self._pool_size = max(1, pool_max, pool_min)
         self._pool = ConnectionPool(
-            conninfo, min_size=max(0, pool_min), max_size=max(1, pool_max, pool_min), open=False, name="threadline"
+            conninfo, min_size=max(0, pool_min), max_size=self._pool_size, open=False, name="threadline"
         )
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
@@ -138,23 +148,109 @@ class PostgresDatabase:
 
     @contextmanager
     def tx(self) -> Iterator[psycopg.Cursor[Any]]:
-        """A cursor in one transaction: committed when the block ends, rolled back if it raises."""
+        """A cursor in one transaction: committed when the block ends, rolled back if it raises.
+
+        The transaction starts on a connection the server has not ended, but is not run again if the connection is
+        lost inside it (then `StoreError`); `run` is.
+        """
         if self.closed:
             raise store_closed(self.url)
-        with self.errors(), self._pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
+        with self.errors(), self._live_connection() as conn, conn.transaction(), conn.cursor() as cursor:
             yield cursor
 
-    def one(self, sql: str, args: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
-        """The first row one statement gives (in a transaction of its own), or None."""
-        with self.tx() as cursor:
+    def run(self, work: Callable[[psycopg.Cursor[Any]], T], *, idempotent: bool = False) -> T:
+        """Call ``work`` with a cursor in one transaction (committed when it returns, rolled back if it raises) and
+        return what it returns.
+
+        When the connection turns out lost (the server restarted, or ended it), ``work`` runs once more, in a new
+        transaction on a connection opened for it, if that is safe: the connection was lost before the commit, so
+        the transaction was rolled back; or ``idempotent`` says that running ``work`` twice is running it once (a
+        read; an append of messages by id), since a connection lost during the commit leaves unknown whether it
+        committed.
+
+        Raises:
+            StoreError: what ``work`` raised, the driver's error (the second one, when it was tried again), or the
+                store was closed.
+        """
+        if self.closed:
+            raise store_closed(self.url)
+        with self.errors():
+            try:
+                with self._pool.connection() as conn:
+                    if _ended(conn):
+                        conn.close()  # so the pool replaces it
+                        raise _Lost(None, at_commit=False)
+                    return self._transaction(conn, work)
+            except _Lost as lost:
+                if lost.at_commit and not idempotent and lost.error is not None:
+                    raise lost.error from None
+            # A fresh connection, not the pool's next one: after a restart, the others idle there were ended too.
+            with self.connect() as conn:
+                try:
+                    return self._transaction(conn, work)
+                except _Lost as lost:
+                    assert lost.error is not None  # a new connection is never found ended before it is used
+                    raise lost.error from None
+
+    def connect(self) -> psycopg.Connection[Any]:
+        """A new connection of its own (not from the pool), in a transaction; the caller closes it.
+
+        Raises:
+            psycopg.Error: if the server cannot be reached.
+        """
+        return self.driver.connect(self.conninfo, connect_timeout=max(1, round(self.connect_timeout)))
+
+    def _transaction(self, conn: psycopg.Connection[Any], work: Callable[[psycopg.Cursor[Any]], T]) -> T:
+        """``work`` in one transaction on ``conn``; a lost connection is raised as `_Lost`, saying whether it was
+        lost while committing."""
+        at_commit = False
+        try:
+            with conn.transaction():
+                with conn.cursor() as cursor:
+                    result = work(cursor)
+                at_commit = True  # leaving the transaction block commits
+        except self.driver.Error as exc:
+            if conn.broken:
+                raise _Lost(exc, at_commit=at_commit) from None
+            raise
+        return result
+
+    @contextmanager
+    def _live_connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool the server has not ended; those it has are closed, and the pool replaces them."""
+        for _ in range(self._pool_size):
+            with self._pool.connection() as conn:
+                if not _ended(conn):
+                    yield conn
+                    return
+                conn.close()
+        with self._pool.connection() as conn:  # every one was ended: this one is new
+            yield conn
+
+    def one(self, sql: str, args: Sequence[Any] | Mapping[str, Any] = (), *, idempotent: bool = True) -> Any:
+        """The first row one statement gives (in a transaction of its own, see `run`), or None.
+
+        Args:
+            sql: The statement.
+            args: Its parameters.
+            idempotent: Whether running the statement twice is running it once (reads, and writes that set values);
+                an insert that must happen once says False.
+        """
+
+        def work(cursor: psycopg.Cursor[Any]) -> Any:
             cursor.execute(sql, args)
             return cursor.fetchone()
 
+        return self.run(work, idempotent=idempotent)
+
     def all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        """Every row one statement gives (in a transaction of its own)."""
-        with self.tx() as cursor:
+        """Every row one statement gives (in a transaction of its own, see `run`); for reads."""
+
+        def work(cursor: psycopg.Cursor[Any]) -> list[Any]:
             cursor.execute(sql, args)
             return cursor.fetchall()
+
+        return self.run(work, idempotent=True)
 
     def close(self) -> None:
         """Close the connection pool; later calls raise `StoreError`."""
@@ -188,3 +284,33 @@ class PostgresDatabase:
         """The number of migrations applied to this database (schema)."""
         row = self.one(f"SELECT max(version) FROM {self.prefix}{MIGRATIONS_TABLE}")
         return int(row[0] or 0) if row else 0
+
+
+class _Lost(Exception):
+    """A transaction's connection was lost (``error``, None when it was found ended before use), before its commit
+    or while committing (``at_commit``)."""
+
+    def __init__(self, error: Exception | None, *, at_commit: bool) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.at_commit = at_commit
+
+
+def _ended(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the server ended an idle connection (a restart, ``pg_terminate_backend``): an idle connection
+    receives nothing, so a socket with something to read (the server's farewell, or the end of the stream) shows it,
+    without a round trip."""
+    if conn.closed:
+        return True
+    try:
+        fd = conn.pgconn.socket
+    except Exception:  # psycopg says "the connection is lost": it has no socket left
+        return True
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([fd], [], [], 0)[0])  # Windows has no poll
+    except (OSError, ValueError):  # cannot tell: the transaction finds out
+        return False

@@ -113,6 +113,7 @@ class PostgresSideTables:
                 postgres_text(css),
                 postgres_text(js),
             ),
+            idempotent=False,  # a repeat would insert its id again
         )
         if row is None:  # pragma: no cover - INSERT ... RETURNING always returns the row
             raise StoreError(f"the page was not saved in {self.url}")

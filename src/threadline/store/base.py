@@ -201,7 +201,10 @@ class Store(ABC):
             conversation_id: The conversation.
             messages: The messages, in order.
             expected_count: If given, append only if the conversation holds exactly this many messages (the
-                writer's view of the log is complete); otherwise raise `ConversationBusy` and append nothing.
+                writer's view of the log is complete); otherwise raise `ConversationBusy` and append nothing. An
+                append whose messages are all stored already (as they are) is a repeat, and does nothing whatever
+                the count: a writer that cannot tell whether its append committed (its connection was lost) tries
+                it again safely.
 
         Raises:
             StoreError: if the conversation does not exist, or holds a different message with one of these ids

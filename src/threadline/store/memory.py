@@ -202,6 +202,9 @@ class MemoryStore(Store):
             if not rows:
                 return
             if expected_count is not None and len(conversation.rows) != expected_count:
+                stored = conversation.ids
+                if all(m.id in stored and same_stored(conversation.rows[stored[m.id]], data) for m, data in rows):
+                    return  # a repeat of an append that was done
                 raise appended_behind(conversation_id, expected_count, len(conversation.rows))
             for message, data in rows:
                 seq = conversation.ids.get(message.id)

@@ -50,6 +50,7 @@ from ._common import (
     fork_title,
     missing_conversation,
     missing_message,
+    same_stored,
     unique_messages,
 )
 from ._postgres_db import PostgresDatabase, postgres_text, utc
@@ -123,6 +124,7 @@ class PostgresStore(PostgresSideTables, Store):
             f"VALUES (%s, %s, now(), now(), %s::jsonb) ON CONFLICT (id) DO NOTHING "
             f"RETURNING {_CONVERSATION_COLUMNS}",
             (conversation_id, postgres_text(title), encode_metadata(metadata).decode()),
+            idempotent=False,  # a repeat would find the row it made, and say it exists
         )
         if row is None:
             raise conversation_exists(conversation_id, self.url)
@@ -187,7 +189,8 @@ class PostgresStore(PostgresSideTables, Store):
         payloads = [encode_message(message) for message in items]
         texts = [search_text(message) for message in items]
         p = self._db.prefix
-        with self._db.tx() as cursor:
+
+        def write(cursor: psycopg.Cursor[Any]) -> None:
             if not items:
                 cursor.execute(f"SELECT 1 FROM {p}conversations WHERE id = %s", (conversation_id,))
                 if cursor.fetchone() is None:
@@ -226,6 +229,8 @@ class PostgresStore(PostgresSideTables, Store):
                 if found is None:
                     raise missing_conversation(conversation_id, self.url)
                 assert expected_count is not None  # the only other reason the update matched no row
+                if self._all_stored(cursor, conversation_id, ids, payloads):
+                    return  # a repeat: this append was done before (a retry whose first commit went unseen)
                 raise appended_behind(conversation_id, expected_count, int(found[0]))
             if int(row[1]) != count:
                 # Some ids were stored already: fine for the same message again (a retry), refused for another
@@ -252,17 +257,35 @@ class PostgresStore(PostgresSideTables, Store):
                     (len(skipped), skipped_failures, new_model, conversation_id),
                 )
 
+        # Idempotent by message id: when the connection is lost while committing, trying again on a new one is safe.
+        self._db.run(write, idempotent=True)
+
+    def _all_stored(
+        self, cursor: psycopg.Cursor[Any], conversation_id: str, ids: list[str], payloads: list[bytes]
+    ) -> bool:
+        """Whether every message of an append is stored already, as it is."""
+        cursor.execute(
+            f"SELECT id, data FROM {self._db.prefix}messages WHERE conversation_id = %s AND id = ANY(%s)",
+            (conversation_id, ids),
+            binary=True,
+        )
+        stored = cursor.fetchall()
+        wanted = dict(zip(ids, payloads, strict=True))
+        return len(stored) == len(wanted) and all(same_stored(bytes(data), wanted[key]) for key, data in stored)
+
     def load(self, conversation_id: str) -> MessageList:
         p = self._db.prefix
-        with self._db.tx() as cursor:
+
+        def read(cursor: psycopg.Cursor[Any]) -> list[bytes]:
             cursor.execute(f"SELECT 1 FROM {p}conversations WHERE id = %s", (conversation_id,))
             if cursor.fetchone() is None:
                 raise missing_conversation(conversation_id, self.url)
             cursor.execute(
                 f"SELECT data FROM {p}messages WHERE conversation_id = %s ORDER BY seq", (conversation_id,), binary=True
             )
-            rows = [bytes(row[0]) for row in cursor.fetchall()]
-        return MessageList.unchecked(decode_messages(rows))
+            return [bytes(row[0]) for row in cursor.fetchall()]
+
+        return MessageList.unchecked(decode_messages(self._db.run(read, idempotent=True)))
 
     # -- reading by sequence number, search, forks (the viewer) ----------------------------------------------
     def _check_conversation(self, cursor: psycopg.Cursor[Any], conversation_id: str) -> None:
@@ -273,7 +296,8 @@ class PostgresStore(PostgresSideTables, Store):
     def read_tail(self, conversation_id: str, limit: int, *, before: int | None = None) -> MessagePage:
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        with self._db.tx() as cursor:
+
+        def read(cursor: psycopg.Cursor[Any]) -> list[Any]:
             self._check_conversation(cursor, conversation_id)
             cursor.execute(
                 f"SELECT seq, data FROM {self._db.prefix}messages WHERE conversation_id = %s AND seq < %s "
@@ -281,13 +305,15 @@ class PostgresStore(PostgresSideTables, Store):
                 (conversation_id, 2**62 if before is None else before, limit + 1),
                 binary=True,
             )
-            rows = cursor.fetchall()
-        return tail_page(rows, limit)
+            return cursor.fetchall()
+
+        return tail_page(self._db.run(read, idempotent=True), limit)
 
     def read_after(self, conversation_id: str, after: int, limit: int | None = None) -> MessagePage:
         check_slice(0, limit)
         p = self._db.prefix
-        with self._db.tx() as cursor:
+
+        def read(cursor: psycopg.Cursor[Any]) -> MessagePage:
             self._check_conversation(cursor, conversation_id)
             cursor.execute(
                 f"SELECT seq, data FROM {p}messages WHERE conversation_id = %s AND seq > %s ORDER BY seq LIMIT %s",
@@ -302,7 +328,9 @@ class PostgresStore(PostgresSideTables, Store):
                     (conversation_id, rows[0][0]),
                 )
                 has_older = cursor.fetchone() is not None
-        return message_page(rows, has_older)
+            return message_page(rows, has_older)
+
+        return self._db.run(read, idempotent=True)
 
     def message_seq(self, conversation_id: str, message_id: str) -> int:
         row = self._db.one(

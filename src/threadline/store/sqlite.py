@@ -49,6 +49,7 @@ from ._common import (
     missing_message,
     now,
     parse_ts,
+    same_stored,
     store_closed,
     store_text,
     unique_messages,
@@ -196,6 +197,8 @@ class SQLiteStore(SQLiteSideTables, Store):
                 return
             key, base, count = found
             if expected_count is not None and count != expected_count:
+                if self._all_stored(conn, key, rows):
+                    return  # a repeat of an append that was done
                 raise appended_behind(conversation_id, expected_count, count)
             inserted = conn.executemany(
                 "INSERT OR IGNORE INTO messages (conversation, id, seq, data) VALUES (?, ?, ?, ?)",
@@ -218,6 +221,22 @@ class SQLiteStore(SQLiteSideTables, Store):
                 "last_model = coalesce(?, last_model), failures = failures + ? WHERE key = ?",
                 (base + len(rows), inserted, format_ts(now()), model, failures, key),
             )
+
+    def _all_stored(self, conn: sqlite3.Connection, key: int, rows: list[tuple[str, bytes]]) -> bool:
+        """Whether every message of an append is stored already, as it is."""
+        wanted = dict(rows)
+        ids = list(wanted)
+        found = 0
+        for start in range(0, len(ids), 500):  # SQLite caps the number of parameters of one statement
+            chunk = ids[start : start + 500]
+            stored = conn.execute(
+                f"SELECT id, data FROM messages WHERE conversation = ? AND id IN ({', '.join('?' * len(chunk))})",
+                (key, *chunk),
+            ).fetchall()
+            if not all(same_stored(bytes(data), wanted[message_id]) for message_id, data in stored):
+                return False
+            found += len(stored)
+        return found == len(ids)
 
     def _check_repeats(
         self, conn: sqlite3.Connection, key: int, conversation_id: str, rows: list[tuple[str, bytes]]
