@@ -8,12 +8,12 @@ Loading ``-T`` tools and ``-m`` models is `threadline.cli.loading`; showing a tu
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from .._numbers import finite_problem
 from ._errors import EXIT_USAGE, CommandError, conversation_id, friendly_errors
 from ._params import FiniteFloatRange
 from .loading import check_model, check_tool_choice, load_tool, load_tools, prepare_model, resolve_model
@@ -86,39 +86,21 @@ def _settings(max_tokens: int | None, temperature: float | None, options: Option
     return settings
 
 
-class _NotFinite(ValueError):
-    pass
-
-
 def _option_value(name: str, text: str) -> Any:
     """``-o``'s VALUE: JSON when it parses as JSON (``40``, ``true``, ``{"2": -100}``), else the text itself.
 
     JSON cannot carry NaN or infinities, and no provider takes them: ``NaN``, ``Infinity`` and numbers too large
-    for a float (``1e999``) are refused rather than sent as something else.
+    for a float (``1e999``) are refused (the check of `threadline._numbers`, as for every float option) rather than
+    sent as something else.
     """
-
-    def refuse(constant: str) -> Any:
-        raise _NotFinite(constant)
-
     try:
-        value = json.loads(text, parse_constant=refuse)
-    except _NotFinite:
-        value = math.nan
+        value = json.loads(text)  # reads NaN, Infinity and 1e999 as floats, which the check below refuses
     except ValueError:
         return text
-    if not _finite(value):
-        raise CommandError(f"-o {name} {text}: the value must be a finite number", EXIT_USAGE)
+    problem = finite_problem(value)
+    if problem is not None:
+        raise CommandError(f"-o {name} {text}: the value {problem}", EXIT_USAGE)
     return value
-
-
-def _finite(value: Any) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, dict):
-        return all(_finite(item) for item in value.values())
-    if isinstance(value, list):
-        return all(_finite(item) for item in value)
-    return True
 
 
 ReasoningChoice = tuple[str | bool, int | None] | None
