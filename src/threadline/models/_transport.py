@@ -22,13 +22,15 @@ then one `ModelResponse`. Failures become `ModelError` here and nowhere else:
 - retries stop early where they would only multiply: when the server says so (``x-should-retry: false``, as
   OpenAI's API sends), when a proxy in front already retried (LiteLLM's ``x-litellm-attempted-retries``), and
   when the retry time limit of the call (``retry_time_limit``, counted from its first failure) would be passed.
-  A ``Retry-After`` longer than what is left of that limit fails at once, saying when to try again;
+  A ``Retry-After`` longer than what is left of that limit, or than a day (`LONGEST_RETRY_AFTER`, also with no
+  limit), fails at once, saying when to try again; one that says no delay (``inf``, ``-1``, ``1e20``, words, a
+  date that cannot be read) is ignored for the usual backoff, and a date already past means no wait;
 - once text was shown, a broken stream raises `ModelError` whose ``partial`` is that text (the turn engine logs
   it as the failed turn's content);
 - anything else (400, 404, 413…): at once, with the server's own explanation.
 
 Every `ModelError` leaves `Endpoint.events` through one place, `Endpoint._redact`, which masks the configured
-secrets in every form they could take in a text (raw, stripped, JSON- or Python-escaped, URL-encoded) and
+secrets in every form they could take in a text (raw, stripped, JSON- or Python-escaped, URL-encoded, base64) and
 anything shaped like an API key, in the message and in the error type alike: error bodies of HTTP 200 answers
 and stream ``error`` events are the server's text, and a key there must reach neither the log nor the screen.
 """
@@ -36,6 +38,7 @@ and stream ``error`` events are the server's text, and a key there must reach ne
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import re
 import sys
@@ -72,6 +75,11 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _DETAIL_LIMIT = 400
 _USER_AGENT = "threadline"
 BODY_LIMIT = LINE_LIMIT  # the most of one answer that is not a stream read into memory (a stream: per line)
+LONGEST_RETRY_AFTER = 86_400.0  # seconds: a server asking for a longer wait fails the call at once, whatever the limit
+# A delay in seconds as a server writes one: digits, perhaps with a fraction (not "1e3", "inf", "-1" or "1_000", which
+# Python's float() would read).
+_DELAY = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_FOREVER = 1e30  # seconds: what digits past a float's range say
 
 
 class StreamDecoder(Protocol):
@@ -261,14 +269,16 @@ class Endpoint:
                 why_not = _why_not_retry(error, signals, shown or thought, attempt, retries)
                 if why_not is None:
                     delay = self._delay(attempt, signals.retry_after)
-                    if deadline is None or now + delay <= deadline:
+                    too_long = signals.retry_after is not None and signals.retry_after > LONGEST_RETRY_AFTER
+                    if not too_long and (deadline is None or now + delay <= deadline):
                         if tracing.tracer is not None:
                             tracing.tracer.retry(attempt + 1, self._redact(error), delay)
                         await asyncio.sleep(delay)
                         attempt += 1
                         continue
                     if signals.retry_after is not None:
-                        raise self._redact(self._wait_too_long(error, signals.retry_after, deadline - now)) from None
+                        left = None if deadline is None else deadline - now
+                        raise self._redact(self._wait_too_long(error, signals.retry_after, left)) from None
                     why_not = f"the retry time limit of {self.retry_time_limit:g} s was reached"
                 partial = "".join(shown)
                 note = ""
@@ -347,13 +357,22 @@ class Endpoint:
             f"{self.provider} returned an empty answer (no text, no tool calls)", type="empty_response", retryable=True
         )
 
-    def _wait_too_long(self, error: ModelError, retry_after: float, left: float) -> ModelError:
-        """The error for a ``Retry-After`` longer than the call may still wait: fail now, say when to retry."""
+    def _wait_too_long(self, error: ModelError, retry_after: float, left: float | None) -> ModelError:
+        """The error for a ``Retry-After`` longer than the call may still wait (``left``: what is left of the retry
+        time limit; None: no limit) or than `LONGEST_RETRY_AFTER`: fail now, say when to retry."""
+        if retry_after > LONGEST_RETRY_AFTER:
+            return ModelError(
+                f"{error.message}. The server asked to wait more than a day before retrying; this call waits at most"
+                f" {_duration(LONGEST_RETRY_AFTER)}: try again later",
+                type=error.type,
+                status=error.status,
+                retryable=True,
+            )
         at = time.strftime("%H:%M:%S", time.gmtime(time.time() + retry_after))
         limit = f"{self.retry_time_limit:g} s" if self.retry_time_limit is not None else "none"
         return ModelError(
             f"{error.message}. The server asked to wait {_duration(retry_after)} before retrying (until {at} UTC),"
-            f" longer than this call may still wait ({_duration(max(0.0, left))} of its retry time limit of"
+            f" longer than this call may still wait ({_duration(max(0.0, left or 0.0))} of its retry time limit of"
             f" {limit}): try again after {at} UTC",
             type=error.type,
             status=error.status,
@@ -541,21 +560,31 @@ def _proxy_for(url: httpx.URL) -> str | None:
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds the server asked to wait (``retry-after-ms``, ``retry-after`` as seconds or an HTTP date)."""
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return float(value) / 1000
-        except ValueError:
-            pass
+    """Seconds the server asked to wait (``retry-after-ms``, else ``retry-after`` as seconds or an HTTP date), never
+    negative; None when neither says a delay (absent, or a value that is no delay: ``inf``, ``-1``, ``1e20``, words,
+    a date that cannot be read), so the usual backoff applies. A very long delay is returned as it is (at most
+    1e30 s): `LONGEST_RETRY_AFTER` decides what is too long to wait for."""
+    milliseconds = _seconds(headers.get("retry-after-ms"))
+    if milliseconds is not None:
+        return milliseconds / 1000
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
+    seconds = _seconds(value)
+    return seconds if seconds is not None else _seconds_until(value)
+
+
+def _seconds(value: str | None) -> float | None:
+    """A delay written as digits (see `_DELAY`), else None."""
+    if value is None or not _DELAY.fullmatch(value.strip()):
         return None
+    return min(float(value), _FOREVER)
+
+
+def _seconds_until(date: str) -> float | None:
+    """Seconds from now until an HTTP date (0 for one past), else None."""
+    try:
+        moment = parsedate_to_datetime(date).timestamp()
+    except (TypeError, ValueError, OverflowError, OSError, IndexError):
+        return None
+    return max(0.0, moment - time.time()) if math.isfinite(moment) else None
