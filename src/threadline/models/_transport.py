@@ -19,6 +19,10 @@ then one `ModelResponse`. Failures become `ModelError` here and nowhere else:
   stopped at its token limit or on a refusal): retried with exponential backoff and jitter, at most
   ``max_retries`` times, but only while no text (nor thinking the caller shows) has been shown, since what was
   shown cannot be taken back;
+- ``timeout`` bounds each attempt as a whole, from sending the request to the last byte of the answer (streamed or
+  not), as well as each wait for a connection or for the next bytes: a server that trickles bytes too slowly to
+  finish fails the attempt as a timeout like one that stalls (retried as timeouts are; text already shown stays
+  the failure's partial output). The waits between attempts are not counted: ``retry_time_limit`` bounds those;
 - retries stop early where they would only multiply: when the server says so (``x-should-retry: false``, as
   OpenAI's API sends), when a proxy in front already retried (LiteLLM's ``x-litellm-attempted-retries``), and
   when the retry time limit of the call (``retry_time_limit``, counted from its first failure) would be passed.
@@ -43,10 +47,10 @@ import random
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from email.utils import parsedate_to_datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 if "httpx" not in sys.modules:
     # httpx's __init__ imports its own command-line client when click, rich and pygments are installed (they are,
@@ -80,6 +84,7 @@ LONGEST_RETRY_AFTER = 86_400.0  # seconds: a server asking for a longer wait fai
 # Python's float() would read).
 _DELAY = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _FOREVER = 1e30  # seconds: what digits past a float's range say
+_T = TypeVar("_T")
 
 
 class StreamDecoder(Protocol):
@@ -100,7 +105,8 @@ class Endpoint:
         headers: Headers sent with every request (authentication included).
         secrets: Values that must never appear in an error message, in any form (see `secret_forms`).
         auth_hint: What to tell the user when the server refuses the credentials.
-        timeout: Default seconds to wait for a connection or for the next bytes of an answer.
+        timeout: Default seconds one attempt may take in all (the request, then the whole answer), and so also
+            the longest wait for a connection or for the next bytes of an answer.
         max_retries: Default retries of retryable failures.
         retry_base_delay: The first backoff delay in seconds (doubled for each further retry).
         retry_max_delay: The longest backoff delay in seconds.
@@ -220,6 +226,7 @@ class Endpoint:
         retries = self.max_retries if settings.max_retries is None else max(0, settings.max_retries)
         timeout = self.timeout if settings.timeout is None else settings.timeout
         pool = self.pool()
+        loop = asyncio.get_running_loop()
         attempt = 0
         deadline: float | None = None
         while True:
@@ -227,19 +234,23 @@ class Endpoint:
             thought = False  # reasoning was handed to a caller that shows it
             held: list[ReasoningDelta] = []  # reasoning nobody is shown yet (see reasoning_shown)
             headers: httpx.Headers | None = None
+            ends = loop.time() + timeout  # this attempt's own deadline (see `_within`)
             try:
-                response = await self._send(pool, payload, timeout)
+                response = await self._within(ends, timeout, self._send(pool, payload, timeout))
                 headers = response.headers
                 try:
                     if response.status_code >= 400:
-                        raise self._status_error(response, await _read_body(response))
+                        raise self._status_error(response, await self._within(ends, timeout, _read_body(response)))
                     if not stream or "text/event-stream" not in response.headers.get("content-type", ""):
                         # Also a server that ignores "stream": true and answers with one JSON body.
-                        result = parse(await _read_body(response))
+                        result = parse(await self._within(ends, timeout, _read_body(response)))
                     else:
                         reader = decoder()
                         feed = reader.feed
-                        async with aclosing(read_events(response.aiter_bytes())) as events:
+                        async with (
+                            aclosing(self._until(ends, timeout, response.aiter_bytes())) as chunks,
+                            aclosing(read_events(chunks)) as events,
+                        ):
                             async for event in events:
                                 piece = feed(event.event, event.data)
                                 if isinstance(piece, str):
@@ -314,6 +325,45 @@ class Endpoint:
                         yield TextDelta(result.content[len(said) :])
             yield result
             return
+
+    async def _within(self, ends: float, seconds: float, step: Awaitable[_T]) -> _T:
+        """``step`` (sending the request, reading a whole body), failed as a timeout once the attempt's deadline
+        ``ends`` (loop time) passes: the timeout of ``seconds`` bounds a whole attempt, not only each wait for bytes."""
+        limit = asyncio.timeout_at(ends)
+        try:
+            async with limit:
+                return await step
+        except (TimeoutError, httpx.TimeoutException):
+            if limit.expired():
+                raise self._overdue(seconds) from None
+            raise
+
+    async def _until(self, ends: float, seconds: float, chunks: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
+        """The chunks of a stream until the attempt's deadline ``ends`` (loop time), then a timeout error.
+
+        The deadline is set around each read alone, never around a ``yield``: its cancellation must land in this
+        read, not in the caller's code that handles a chunk's events.
+        """
+        while True:
+            limit = asyncio.timeout_at(ends)
+            try:
+                async with limit:
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                return
+            except (TimeoutError, httpx.TimeoutException):
+                if limit.expired():
+                    raise self._overdue(seconds) from None
+                raise
+            yield chunk
+
+    def _overdue(self, seconds: float) -> ModelError:
+        where = f"{self.provider} at {mask_secrets(self.url, self._secrets)}"
+        return ModelError(
+            f"{where} did not answer within {seconds:g} s (the timeout covers the whole answer)",
+            type="timeout",
+            retryable=True,
+        )
 
     async def _send(self, pool: httpx.AsyncHTTPTransport, payload: bytes, wait: float) -> httpx.Response:
         # The transport is called directly: the client layer above it (cookies, redirects, auth flows, URL
