@@ -37,6 +37,8 @@ Every `ModelError` leaves `Endpoint.events` through one place, `Endpoint._redact
 secrets in every form they could take in a text (raw, stripped, JSON- or Python-escaped, URL-encoded, base64) and
 anything shaped like an API key, in the message and in the error type alike: error bodies of HTTP 200 answers
 and stream ``error`` events are the server's text, and a key there must reach neither the log nor the screen.
+What the model answers (text and thinking as they stream, tool calls, the whole response) passes through an
+`AnswerMask` for the same forms of the configured secrets, and for nothing else.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ import httpx
 from .._masking import mask_secrets, secret_forms
 from ..errors import ModelError
 from ..tracing import hooks as tracing
+from ._answer_masking import AnswerMask, Forms
 from ._sse import LINE_LIMIT, read_events
 from .base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 
@@ -131,6 +134,8 @@ class Endpoint:
         self.provider = provider
         self.url = url
         self._secrets = secret_forms(secrets)
+        # What the model answers is masked for these forms alone (see `AnswerMask`); nothing when there is no secret.
+        self._answer_forms = Forms(self._secrets) if self._secrets else None
         self._auth_hint = auth_hint
         self.timeout = timeout
         self.max_retries = max_retries
@@ -234,6 +239,7 @@ class Endpoint:
             thought = False  # reasoning was handed to a caller that shows it
             held: list[ReasoningDelta] = []  # reasoning nobody is shown yet (see reasoning_shown)
             headers: httpx.Headers | None = None
+            mask = AnswerMask(self._answer_forms) if self._answer_forms is not None else None
             ends = loop.time() + timeout  # this attempt's own deadline (see `_within`)
             try:
                 response = await self._within(ends, timeout, self._send(pool, payload, timeout))
@@ -254,19 +260,30 @@ class Endpoint:
                             async for event in events:
                                 piece = feed(event.event, event.data)
                                 if isinstance(piece, str):
+                                    if mask is not None:
+                                        piece = mask.text(piece)
                                     if piece:
                                         shown.append(piece)
                                         yield TextDelta(piece)
                                 elif piece is not None:
-                                    if reasoning_shown:
-                                        # Thinking already shown cannot be taken back either: no retry after it.
-                                        thought = True
-                                        yield piece
-                                    else:
-                                        held.append(piece)
+                                    for thinking in [piece] if mask is None else mask.reasoning(piece):
+                                        if reasoning_shown:
+                                            # Thinking already shown cannot be taken back either: no retry after it.
+                                            thought = True
+                                            yield thinking
+                                        else:
+                                            held.append(thinking)
                         result = reader.finish()
+                        for thinking in mask.thinking_left() if mask is not None else ():
+                            if reasoning_shown:
+                                thought = True
+                                yield thinking
+                            else:
+                                held.append(thinking)
                 finally:
                     await response.aclose()
+                if mask is not None:
+                    result = mask.response(result)
                 if not result.content and not result.tool_calls:
                     if not thought and not held:
                         held = _reasoning_deltas(result)  # what it thought goes to the failure's log
@@ -291,6 +308,13 @@ class Endpoint:
                         left = None if deadline is None else deadline - now
                         raise self._redact(self._wait_too_long(error, signals.retry_after, left)) from None
                     why_not = f"the retry time limit of {self.retry_time_limit:g} s was reached"
+                if mask is not None:
+                    # No retry follows: what the stream held back goes to the failure's log, masked.
+                    held += mask.thinking_left()
+                    tail = mask.text_left()
+                    if tail:
+                        shown.append(tail)
+                        yield TextDelta(tail)
                 partial = "".join(shown)
                 note = ""
                 if partial and error.type in ("connection", "stream_cut", "timeout"):
@@ -319,7 +343,7 @@ class Endpoint:
                     # show text as it comes see it all the same.
                     yield TextDelta(result.content)
                 elif len(result.content) > sum(map(len, shown)):
-                    # Text a reader held back (a chunk that carried thinking too) and the stream ended on.
+                    # Text a reader (or the masking) held back and the stream ended on.
                     said = "".join(shown)
                     if result.content.startswith(said):
                         yield TextDelta(result.content[len(said) :])
