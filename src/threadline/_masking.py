@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Iterable
 
-__all__ = ["base64_forms", "environment_secrets", "mask_forms", "mask_secrets", "secret_forms"]
+__all__ = ["base64_forms", "environment_secrets", "mask_secrets", "secret_forms"]
 
 # A token that looks like an API key: sk-, key- or api- (or _) and then a credential's worth of characters, with a
 # digit (or a provider's own * mask) among them, or very long. Words that merely begin so (api_version,
@@ -94,15 +94,6 @@ def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
             text = text.replace(secret, "***")
     text = _KEY_SHAPED.sub(lambda match: match.group(1) + "-***", text)
     return _USERINFO.sub("//***@", text)
-
-
-def mask_forms(text: str, forms: tuple[str, ...]) -> str:
-    """``text`` with the given forms of secrets (pass `secret_forms`) masked, and nothing else: for what a model
-    says, where text merely shaped like a key is the model's to say."""
-    for form in forms:
-        if form in text:
-            text = text.replace(form, "***")
-    return text
 
 
 def environment_secrets() -> tuple[str, ...]:
