@@ -31,7 +31,7 @@ from ..messages import Reasoning, ToolCall
 from ._reasoning_details import PROVIDER as OPENROUTER
 from .base import ModelResponse, ReasoningDelta
 
-__all__ = ["MASK", "MIN_CUT", "AnswerMask", "Forms"]
+__all__ = ["MASK", "MIN_CUT", "AnswerMask", "Forms", "HeldText"]
 
 MASK = "***"
 MIN_CUT = 16  # characters: the shortest start of a form masked where a text ends

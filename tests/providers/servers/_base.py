@@ -212,6 +212,11 @@ class FakeServer:
         """Queue plain text answers."""
         return self.add(*(Answer(text) for text in texts))
 
+    def clear(self) -> None:
+        """Drop what the script still holds (answers no request came for)."""
+        with self._lock:
+            self._queue.clear()
+
     @property
     def count(self) -> int:
         """How many requests arrived."""
