@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from threadline import AssistantMessage, Conversation, llm, open_store
+from threadline import AssistantMessage, Conversation, ModelError, llm, open_store
 from threadline.messages import UserMessage
 from threadline.models.base import ModelRequest, ModelSettings, TextDelta
 
 from .conftest import make_anthropic, make_openai, make_responses
 from .key_forms import readable
-from .servers import Answer, FakeAnthropic, FakeOpenAI, FakeResponses, FakeServer, Stall, ToolUse
+from .servers import Answer, Cut, FakeAnthropic, FakeOpenAI, FakeResponses, FakeServer, Stall, ToolUse
 from .servers import Thought as ResponsesThought
 from .servers.anthropic_thinking import FakeAnthropicThinking, Think
 from .servers.anthropic_thinking import Thought as ClaudeThought
@@ -141,6 +141,31 @@ async def test_thinking_masked_for_the_key_is_not_sent_back_and_the_conversation
     assert isinstance(first, AssistantMessage) and first.reasoning[0].text == MASKED
     assert first.reasoning[0].signature is None
     assert readable(json.dumps(server.bodies[1]), KEY) == []
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_key_cut_off_by_a_broken_stream_is_masked_in_the_partial_answer(provider: str) -> None:
+    """The stream breaks 20 characters into the key: what was held back of it goes to the failure's log masked,
+    not as the first 20 characters of the key."""
+    key = "sk-test-SECRET0123456789abcdef"
+    server: FakeServer = FakeOpenAI() if provider == "openai" else FakeAnthropic()
+    before_text = 1 if provider == "openai" else 3  # the events before the first piece of text
+    with server:
+        model: Any = make_openai(server, api_key=key) if provider == "openai" else make_anthropic(server, api_key=key)  # type: ignore[arg-type]
+        # Pieces of 4 characters: "Your", " key", " is ", then five pieces of the key.
+        server.add(Cut(Answer("Your key is " + key + ", keep it safe."), after=before_text + 8))
+        conversation = llm.model(model).request("hi").prompt_conversation(max_retries=0)
+        shown: list[str] = []
+        try:
+            with pytest.raises(ModelError) as info:
+                async for _ in conversation.run(on_text=shown.append):
+                    pass
+        finally:
+            await model.aclose()
+    assert info.value.partial == "".join(shown) == "Your key is ***"
+    failed = conversation.messages[-1]
+    assert isinstance(failed, AssistantMessage) and failed.content == "Your key is ***"
+    assert key[8:20] not in conversation.messages.to_json()
 
 
 async def stream_until_stalled(model: Any, request: ModelRequest, expected: str) -> str:
