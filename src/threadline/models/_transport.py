@@ -49,10 +49,10 @@ import random
 import re
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from email.utils import parsedate_to_datetime
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 if "httpx" not in sys.modules:
     # httpx's __init__ imports its own command-line client when click, rich and pygments are installed (they are,
@@ -72,6 +72,7 @@ from .._masking import mask_secrets, secret_forms
 from ..errors import ModelError
 from ..tracing import hooks as tracing
 from ._answer_masking import AnswerMask, Forms
+from ._deadline import AttemptDeadline
 from ._sse import LINE_LIMIT, read_events
 from .base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 
@@ -87,7 +88,6 @@ LONGEST_RETRY_AFTER = 86_400.0  # seconds: a server asking for a longer wait fai
 # Python's float() would read).
 _DELAY = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _FOREVER = 1e30  # seconds: what digits past a float's range say
-_T = TypeVar("_T")
 
 
 class StreamDecoder(Protocol):
@@ -240,48 +240,59 @@ class Endpoint:
             held: list[ReasoningDelta] = []  # reasoning nobody is shown yet (see reasoning_shown)
             headers: httpx.Headers | None = None
             mask = AnswerMask(self._answer_forms) if self._answer_forms is not None else None
-            ends = loop.time() + timeout  # this attempt's own deadline (see `_within`)
+            budget = AttemptDeadline(loop.time() + timeout, lambda: self._overdue(timeout))
             try:
-                response = await self._within(ends, timeout, self._send(pool, payload, timeout))
-                headers = response.headers
                 try:
-                    if response.status_code >= 400:
-                        raise self._status_error(response, await self._within(ends, timeout, _read_body(response)))
-                    if not stream or "text/event-stream" not in response.headers.get("content-type", ""):
-                        # Also a server that ignores "stream": true and answers with one JSON body.
-                        result = parse(await self._within(ends, timeout, _read_body(response)))
-                    else:
-                        reader = decoder()
-                        feed = reader.feed
-                        async with (
-                            aclosing(self._until(ends, timeout, response.aiter_bytes())) as chunks,
-                            aclosing(read_events(chunks)) as events,
-                        ):
-                            async for event in events:
-                                piece = feed(event.event, event.data)
-                                if isinstance(piece, str):
-                                    if mask is not None:
-                                        piece = mask.text(piece)
-                                    if piece:
-                                        shown.append(piece)
-                                        yield TextDelta(piece)
-                                elif piece is not None:
-                                    for thinking in [piece] if mask is None else mask.reasoning(piece):
-                                        if reasoning_shown:
-                                            # Thinking already shown cannot be taken back either: no retry after it.
-                                            thought = True
-                                            yield thinking
-                                        else:
-                                            held.append(thinking)
-                        result = reader.finish()
-                        for thinking in mask.thinking_left() if mask is not None else ():
-                            if reasoning_shown:
-                                thought = True
-                                yield thinking
-                            else:
-                                held.append(thinking)
+                    response = await self._send(pool, payload, timeout)
+                    headers = response.headers
+                    try:
+                        if response.status_code >= 400:
+                            raise self._status_error(response, await _read_body(response))
+                        if not stream or "text/event-stream" not in response.headers.get("content-type", ""):
+                            # Also a server that ignores "stream": true and answers with one JSON body.
+                            result = parse(await _read_body(response))
+                        else:
+                            reader = decoder()
+                            feed = reader.feed
+                            async with aclosing(read_events(response.aiter_bytes())) as events:
+                                async for event in events:
+                                    piece = feed(event.event, event.data)
+                                    if isinstance(piece, str):
+                                        if mask is not None:
+                                            piece = mask.text(piece)
+                                        if piece:
+                                            shown.append(piece)
+                                            budget.pause()  # the caller's time is not the server's
+                                            yield TextDelta(piece)
+                                            budget.resume()
+                                    elif piece is not None:
+                                        for thinking in [piece] if mask is None else mask.reasoning(piece):
+                                            if reasoning_shown:
+                                                # Thinking already shown cannot be taken back either: no retry
+                                                # after it.
+                                                thought = True
+                                                budget.pause()
+                                                yield thinking
+                                                budget.resume()
+                                            else:
+                                                held.append(thinking)
+                            result = reader.finish()
+                            for thinking in mask.thinking_left() if mask is not None else ():
+                                if reasoning_shown:
+                                    thought = True
+                                    budget.pause()
+                                    yield thinking
+                                    budget.resume()
+                                else:
+                                    held.append(thinking)
+                    finally:
+                        budget.pause()  # closing the response is not cut short
+                        await response.aclose()
+                except BaseException:
+                    budget.seen()  # the deadline's cancellation becomes the attempt's timeout error
+                    raise
                 finally:
-                    await response.aclose()
+                    budget.close()
                 if mask is not None:
                     result = mask.response(result)
                 if not result.content and not result.tool_calls:
@@ -350,38 +361,8 @@ class Endpoint:
             yield result
             return
 
-    async def _within(self, ends: float, seconds: float, step: Awaitable[_T]) -> _T:
-        """``step`` (sending the request, reading a whole body), failed as a timeout once the attempt's deadline
-        ``ends`` (loop time) passes: the timeout of ``seconds`` bounds a whole attempt, not only each wait for bytes."""
-        limit = asyncio.timeout_at(ends)
-        try:
-            async with limit:
-                return await step
-        except (TimeoutError, httpx.TimeoutException):
-            if limit.expired():
-                raise self._overdue(seconds) from None
-            raise
-
-    async def _until(self, ends: float, seconds: float, chunks: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
-        """The chunks of a stream until the attempt's deadline ``ends`` (loop time), then a timeout error.
-
-        The deadline is set around each read alone, never around a ``yield``: its cancellation must land in this
-        read, not in the caller's code that handles a chunk's events.
-        """
-        while True:
-            limit = asyncio.timeout_at(ends)
-            try:
-                async with limit:
-                    chunk = await anext(chunks)
-            except StopAsyncIteration:
-                return
-            except (TimeoutError, httpx.TimeoutException):
-                if limit.expired():
-                    raise self._overdue(seconds) from None
-                raise
-            yield chunk
-
     def _overdue(self, seconds: float) -> ModelError:
+        """The error of an attempt past its deadline (see `AttemptDeadline`)."""
         where = f"{self.provider} at {mask_secrets(self.url, self._secrets)}"
         return ModelError(
             f"{where} did not answer within {seconds:g} s (the timeout covers the whole answer)",
