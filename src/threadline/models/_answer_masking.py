@@ -34,16 +34,18 @@ from .base import ModelResponse, ReasoningDelta
 __all__ = ["MASK", "MIN_CUT", "AnswerMask", "Forms", "HeldText"]
 
 MASK = "***"
+_encode = msgspec.json.Encoder().encode
 MIN_CUT = 16  # characters: the shortest start of a form masked where a text ends
+_LONG_TEXT = 200  # characters: past this, substring searches find a form faster than the pattern
 
 
 class Forms:
     """The forms of an adapter's secrets, ready for masking answers (made once per endpoint)."""
 
-    __slots__ = ("first", "longest", "pattern", "starts")
+    __slots__ = ("_heads", "encoded_pairs", "first", "longest", "ordered", "pairs", "pattern", "starts")
 
     def __init__(self, forms: tuple[str, ...]) -> None:
-        ordered = sorted(set(forms), key=len, reverse=True)
+        self.ordered = ordered = sorted(set(forms), key=len, reverse=True)
         # Longest first: at one place, the longest form found there wins (the whole "Bearer <key>" in base64 rather
         # than the part of it that encodes the key alone).
         self.pattern = re.compile("|".join(re.escape(form) for form in ordered))
@@ -51,15 +53,25 @@ class Forms:
         self.starts: dict[str, tuple[str, ...]] = {}
         for form in ordered:
             self.starts[form[0]] = (*self.starts.get(form[0], ()), form)
-        # The characters a form starts with: most text has none of them near its end, which one search tells.
+        # The characters a form starts with, and its first two: text that holds none of those pairs, and does not end
+        # in one of those characters, holds no form and cannot be the start of one, which one search tells (forms
+        # have at least 4 characters). Most text is such text.
         self.first = re.compile("[" + "".join(re.escape(first) for first in self.starts) + "]")
+        self.pairs = re.compile("|".join(re.escape(pair) for pair in sorted({form[:2] for form in ordered})))
+        # The same for values encoded as JSON (escaping goes character by character, so a form in a string is, as
+        # encoded, in the string as encoded).
+        encoded = {_encode(form)[1:3] for form in ordered}
+        self.encoded_pairs = re.compile(b"|".join(re.escape(pair) for pair in sorted(encoded)))
+        # The forms a text may end inside of, far enough for `cut_end`, with their first `MIN_CUT` characters.
+        self._heads = [(form, form[:MIN_CUT]) for form in ordered if len(form) > MIN_CUT]
 
-    def start_of_form(self, text: str, start: int = 0) -> int:
-        """The first place at or after ``start`` from which the rest of ``text`` could begin a form (a proper
-        prefix of one), else ``len(text)``."""
+    def start_of_form(self, text: str, start: int = 0, stop: int | None = None) -> int:
+        """The first place at or after ``start`` (and before ``stop``) from which the rest of ``text`` could begin a
+        form (a proper prefix of one), else ``len(text)``."""
         size = len(text)
         place = max(start, size - self.longest + 1)
-        while (first := self.first.search(text, place)) is not None:
+        end = size if stop is None else min(stop, size)
+        while place < end and (first := self.first.search(text, place, end)) is not None:
             place = first.start()
             rest = text[place:]
             for form in self.starts[rest[0]]:
@@ -68,10 +80,45 @@ class Forms:
             place += 1
         return size
 
+    def clear(self, text: str) -> bool:
+        """Whether ``text`` surely holds no form and does not end in the start of one (see ``pairs``)."""
+        return not text or (self.pairs.search(text) is None and text[-1] not in self.starts)
+
     def whole(self, text: str) -> str:
         """A whole text masked (see the module docstring)."""
+        if self.pairs.search(text) is None:  # no form in it, and no start of one long enough to be cut
+            return text
+        # Most texts hold no form: said by one search (substring searches for a long text, such as encrypted
+        # reasoning, where they are much faster than the pattern), and then only its end needs a look.
+        if len(text) > _LONG_TEXT:
+            found = any(form in text for form in self.ordered)
+        else:
+            found = self.pattern.search(text) is not None
+        if not found:
+            return self.cut_end(text)
         held = HeldText(self)
         return held.feed(text) + held.flush()
+
+    def opaque(self, data: str) -> str:
+        """Opaque data (a signature, encrypted reasoning) with its forms masked: it is never cut short by a stream,
+        and most of it is random enough to hold the first characters of a form by chance."""
+        return self.pattern.sub(MASK, data) if any(form in data for form in self.ordered) else data
+
+    def cut_end(self, text: str) -> str:
+        """``text`` with its end masked when it is the start of a form, `MIN_CUT` characters or more."""
+        size = len(text)
+        if size < MIN_CUT:
+            return text
+        cut = size
+        for form, head in self._heads:
+            # The earliest place, among the last characters that could start this form, where its head stands.
+            place = text.find(head, max(0, size - len(form) + 1), cut)
+            while place != -1:
+                if form.startswith(text[place:]):
+                    cut = place
+                    break
+                place = text.find(head, place + 1, cut)
+        return text if cut == size else text[:cut] + MASK
 
 
 class HeldText:
@@ -87,7 +134,7 @@ class HeldText:
         """What may be shown of the text so far (held back: what could still become a form)."""
         text = self._held + piece if self._held else piece
         forms = self._forms
-        if forms.first.search(text) is None:  # no form starts anywhere in it: the usual case
+        if forms.clear(text):  # the usual case
             self._held = ""
             return text
         out: list[str] = []
@@ -111,9 +158,7 @@ class HeldText:
         held, self._held = self._held, ""
         if not held:
             return ""
-        text = self._forms.pattern.sub(MASK, held)
-        cut = self._forms.start_of_form(text)
-        return text[:cut] + MASK if len(text) - cut >= MIN_CUT else text
+        return self._forms.cut_end(self._forms.pattern.sub(MASK, held))
 
 
 class AnswerMask:
@@ -138,12 +183,17 @@ class AnswerMask:
 
     def reasoning(self, delta: ReasoningDelta) -> list[ReasoningDelta]:
         """What may be shown of a streamed piece of thinking (a new part ends the parts before it)."""
-        out = [piece for part in list(self._thinking) if part != delta.part for piece in self._close(part)]
-        open_part = self._thinking.get(delta.part)
-        if open_part is None:
-            open_part = self._thinking[delta.part] = (HeldText(self._forms), delta.provider)
+        thinking = self._thinking
+        open_part = thinking.get(delta.part)
+        out: list[ReasoningDelta] = []
+        if open_part is None or len(thinking) > 1:
+            out = [piece for part in list(thinking) if part != delta.part for piece in self._close(part)]
+            if open_part is None:
+                open_part = thinking[delta.part] = (HeldText(self._forms), delta.provider)
         text = open_part[0].feed(delta.text)
-        if text:
+        if text == delta.text:
+            out.append(delta)  # nothing held back or masked: the piece as it came
+        elif text:
             out.append(ReasoningDelta(text, part=delta.part, provider=delta.provider))
         return out
 
@@ -174,7 +224,9 @@ class AnswerMask:
             else:  # a reader that put the text together otherwise: masked whole
                 content = forms.whole(content)
         reasoning = [_masked_reasoning(piece, forms) for piece in result.reasoning]
-        tool_calls = [_masked_call(call, forms) for call in result.tool_calls]
+        tool_calls = result.tool_calls
+        if tool_calls and forms.encoded_pairs.search(_encode(tool_calls)) is not None:
+            tool_calls = [_masked_call(call, forms) for call in tool_calls]
         changed = (
             content != result.content
             or any(new is not old for new, old in zip(reasoning, result.reasoning, strict=True))
@@ -200,9 +252,9 @@ def _masked_optional(text: str | None, forms: Forms) -> str | None:
 
 def _masked_reasoning(piece: Reasoning, forms: Forms) -> Reasoning:
     text = forms.whole(piece.text)
-    redacted = _masked_optional(piece.redacted, forms)
+    redacted = piece.redacted if piece.redacted is None else forms.opaque(piece.redacted)
     ident = _masked_optional(piece.id, forms)
-    signature = _masked_optional(piece.signature, forms)
+    signature = piece.signature if piece.signature is None else forms.opaque(piece.signature)
     if text == piece.text and redacted == piece.redacted and ident == piece.id and signature == piece.signature:
         return piece
     if text != piece.text and piece.signature is not None:
