@@ -34,9 +34,9 @@ from .base import ModelResponse, ReasoningDelta
 __all__ = ["MASK", "MIN_CUT", "AnswerMask", "Forms", "HeldText"]
 
 MASK = "***"
-_encode = msgspec.json.Encoder().encode
 MIN_CUT = 16  # characters: the shortest start of a form masked where a text ends
 _LONG_TEXT = 200  # characters: past this, substring searches find a form faster than the pattern
+_encode = msgspec.json.Encoder().encode
 
 
 class Forms:
@@ -88,8 +88,8 @@ class Forms:
         """A whole text masked (see the module docstring)."""
         if self.pairs.search(text) is None:  # no form in it, and no start of one long enough to be cut
             return text
-        # Most texts hold no form: said by one search (substring searches for a long text, such as encrypted
-        # reasoning, where they are much faster than the pattern), and then only its end needs a look.
+        # Even then, most texts hold no form: said by one search (substring searches for a long text, where they
+        # are much faster than the pattern), and then only its end needs a look.
         if len(text) > _LONG_TEXT:
             found = any(form in text for form in self.ordered)
         else:
