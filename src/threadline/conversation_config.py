@@ -44,7 +44,8 @@ class ConversationConfig(msgspec.Struct):
         stream: Stream answers.
         max_tokens: Upper bound on tokens per model call.
         temperature: Sampling temperature.
-        timeout: Seconds to wait for the model.
+        timeout: Seconds to wait for the model: the longest one attempt of an HTTP model call may take in all,
+            from the request to the answer's last byte (see `ModelSettings`).
         max_retries: Retries of retryable provider failures.
         extras: Provider-prefixed extras (``openai_…``, ``anthropic_…``, ``local_…``).
         reasoning: A reasoning model's thinking: on, and how much (see `reasoning_settings`); None: the provider's

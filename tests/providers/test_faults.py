@@ -4,6 +4,7 @@ read from the fake server's own request counter."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 
@@ -14,7 +15,7 @@ from threadline.errors import ModelError
 from threadline.models._transport import BODY_LIMIT
 
 from .conftest import SECRET, Provider, make_anthropic, make_openai
-from .servers import Answer, Chunks, Close, Cut, Events, FakeAnthropic, FakeOpenAI, Hang, Status, ToolUse
+from .servers import Answer, Chunks, Close, Cut, Events, FakeAnthropic, FakeOpenAI, Hang, Status, ToolUse, Trickle
 
 QUESTION = "Tell me a story."
 STORY = "Once upon a time a fox found a lantern in the snow."
@@ -163,6 +164,43 @@ async def test_a_read_timeout_is_retried_then_logged(provider: Provider, stream:
     assert error.type == "timeout" and error.retryable
     assert "did not answer within 0.3 s" in str(error)
     assert_logged_failure(conversation, error)
+
+
+# A server that sends one byte at a time, never pausing long enough for a read timeout: before, the call waited for
+# as long as the server kept it up (about 25 minutes for this answer at 0.1 s a byte).
+LONG_STORY = " ".join([STORY] * 40)
+
+
+async def test_a_trickling_stream_fails_at_the_timeout_keeping_what_was_shown(provider: Provider) -> None:
+    provider.server.add(Trickle(Answer(LONG_STORY), interval=0.1, after=6), Answer("never reached"))
+    async with asyncio.timeout(30):  # only proves that it did not hang: the call's own timeout is 1.5 s
+        conversation, error = await fail(provider.model, timeout=1.5, max_retries=2)
+    assert provider.server.count == 1  # text was shown: no silent retry
+    assert error.type == "timeout" and error.retryable
+    assert "did not answer within 1.5 s (the timeout covers the whole answer)" in str(error)
+    assert error.partial and LONG_STORY.startswith(error.partial)
+    assert f"cut off after {len(error.partial)} characters" in str(error)
+    assert_logged_failure(conversation, error, partial=error.partial)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_trickling_answer_before_any_text_is_retried_as_a_timeout(provider: Provider, stream: bool) -> None:
+    # Streamed, the trickle starts before the first event is whole; not streamed, the body itself trickles.
+    provider.server.add(Trickle(Answer(LONG_STORY), interval=0.1), Trickle(Answer(LONG_STORY), interval=0.1))
+    async with asyncio.timeout(30):
+        conversation, error = await fail(provider.model, stream=stream, timeout=1.0, max_retries=1)
+    assert provider.server.count == 2  # retried as timeouts are
+    assert error.type == "timeout" and error.retryable
+    assert "did not answer within 1 s (the timeout covers the whole answer)" in str(error)
+    assert_logged_failure(conversation, error)
+
+
+async def test_a_trickling_answer_is_retried_and_the_retry_answers(provider: Provider) -> None:
+    provider.server.add(Trickle(Answer(LONG_STORY), interval=0.1), Answer(STORY))
+    async with asyncio.timeout(30):
+        conversation = await answer(provider.model, stream=False, timeout=1.0)
+    assert provider.server.count == 2
+    assert conversation.text == STORY
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -4,6 +4,8 @@ limit, which fails at once saying when to try again. Attempts are counted by the
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from threadline import llm
@@ -145,3 +147,54 @@ async def test_an_ordinary_rate_limit_is_still_retried(provider: Provider) -> No
     provider.server.add(Status(429, body=body), Answer("Once upon a time."))
     assert await llm.model(provider.model).request(QUESTION).prompt_async() == "Once upon a time."
     assert provider.server.count == 2
+
+
+# Retry-After values no server should send, and dates far away: before, "1e20" and "inf" failed the call with
+# "OverflowError: timestamp out of range", and a huge wait with no retry time limit slept for ever. Each now ends in
+# the rate-limit behaviour the README promises: a retry after a wait within the limits, or the rate-limit error at
+# once, saying that the wait asked for is too long.
+_NO_DELAY = ["1e20", "inf", "-inf", "nan", "-5", "soon", "1_0", "0x10", "", "  ", "1e400", "١٢"]
+_TOO_LONG = [
+    "99999999999999999999",
+    pytest.param("9" * 400, id="400 nines"),
+    "Fri, 31 Dec 9999 23:59:59 GMT",
+    "86401",
+]
+_PAST = ["Mon, 01 Jan 1900 00:00:00 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", "0"]
+
+
+@pytest.mark.parametrize("header", ["Retry-After", "retry-after-ms"])
+@pytest.mark.parametrize("value", _NO_DELAY + _PAST)
+async def test_a_retry_after_that_is_no_delay_is_retried_after_a_backoff(
+    provider: Provider, header: str, value: str
+) -> None:
+    provider.server.add(Status(429, headers=((header, value),)), Answer("Once upon a time."))
+    async with asyncio.timeout(20):  # only proves that it did not hang
+        assert await llm.model(provider.model).request(QUESTION).prompt_async() == "Once upon a time."
+    assert provider.server.count == 2
+
+
+@pytest.mark.parametrize("limit", [60.0, None])
+@pytest.mark.parametrize("value", _TOO_LONG)
+async def test_a_retry_after_too_long_to_wait_fails_at_once_as_a_rate_limit(
+    openai_server: FakeOpenAI, value: str, limit: float | None
+) -> None:
+    model = make_openai(openai_server, retry_time_limit=limit)
+    openai_server.add(Status(429, headers=(("Retry-After", value),)), Answer("never reached"))
+    try:
+        async with asyncio.timeout(20):
+            error = await fail(model, max_retries=3)
+    finally:
+        await model.aclose()
+    assert openai_server.count == 1
+    assert (error.type, error.status, error.retryable) == ("rate_limit", 429, True)
+    assert "is rate limiting (HTTP 429)" in str(error)
+    assert "The server asked to wait more than a day before retrying" in str(error)
+
+
+@pytest.mark.parametrize("value", ["1e20", "inf", "99999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT"])
+async def test_an_odd_retry_after_on_a_server_error_ends_in_the_server_error(provider: Provider, value: str) -> None:
+    provider.server.add(*(Status(503, headers=(("Retry-After", value),)) for _ in range(3)))
+    async with asyncio.timeout(20):
+        error = await fail(provider.model, max_retries=2)
+    assert (error.type, error.status, error.retryable) == ("server", 503, True)

@@ -1,7 +1,8 @@
 """A key never leaves threadline through an error, in any form: error bodies of HTTP 200 answers and stream ``error``
-events that echo it (raw, JSON-escaped, URL-encoded, Python-escaped; in the message, the type or the code) reach
-neither the exception, nor the log, the store, an export, ``logs show`` or stderr; a key read with a trailing
-newline is used stripped. Both providers, over real HTTP; the CLI as a subprocess."""
+events that echo it (raw, JSON-escaped, URL-encoded, Python-escaped, base64 of the key or of a header holding it;
+in the message, the type or the code) reach neither the exception, nor the log, the store, an export, ``logs show``
+or stderr; a key read with a trailing newline is used stripped. Both providers, over real HTTP; the CLI as a
+subprocess."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from threadline.errors import ModelError, UserError
 from threadline.models.openai import OpenAIModel
 
 from .conftest import make_anthropic, make_openai
+from .key_forms import encodings, readable, wrappings
 from .servers import Events, FakeAnthropic, FakeOpenAI, FakeServer, Status
 
 # Not shaped like an API key (so only the configured secret can mask it), and with characters that each encoding
@@ -79,6 +81,41 @@ async def test_an_error_echoing_the_key_reaches_neither_the_exception_nor_the_lo
     assert isinstance(failed, AssistantMessage) and failed.error is not None
     assert leaked(failed.error.message) == [] and leaked(failed.error.type) == []
     assert leaked(conversation.messages.to_json()) == []
+
+
+def base64_errors(provider: str, wrapping: str) -> dict[str, object]:
+    """A 200 error body, a stream error event and a 400 body whose message holds every base64 form of one text that
+    carries the key (see `key_forms.wrappings`)."""
+    message = "Bad header: " + " ".join(encodings(wrappings(KEY)[wrapping]).values())
+    error: dict[str, object] = {"message": message, "type": "invalid_request_error"}
+    body: dict[str, object] = {"error": error} if provider == "openai" else {"type": "error", "error": error}
+    name = None if provider == "openai" else "error"
+    return {"body": Status(200, body=body), "event": Events(((name, json.dumps(body)),)), "400": Status(400, body=body)}
+
+
+@pytest.mark.parametrize("wrapping", list(wrappings(KEY)))
+@pytest.mark.parametrize("shape", ["body", "event", "400"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_base64_of_the_key_in_an_error_reaches_neither_the_exception_nor_the_log(
+    provider: str, shape: str, wrapping: str
+) -> None:
+    """Before, only the key's text forms were masked: base64 of the key, of ``Bearer <key>`` or of a header line
+    holding it reached the error, the log's `LLMError` and the spans whole."""
+    server: FakeServer = FakeOpenAI() if provider == "openai" else FakeAnthropic()
+    with server:
+        maker = make_openai if provider == "openai" else make_anthropic
+        model = maker(server, api_key=KEY)  # type: ignore[arg-type]
+        server.add(base64_errors(provider, wrapping)[shape])
+        conversation = Conversation()
+        try:
+            with pytest.raises(ModelError) as info:
+                await conversation.continuation.model(model).request("hi").prompt_async(stream=shape == "event")
+        finally:
+            await model.aclose()
+    error = info.value
+    assert readable(" ".join([str(error), repr(error), error.message, error.partial]), KEY) == []
+    assert "Bad header: " in error.message  # what the server said around it is kept
+    assert readable(conversation.messages.to_json(), KEY) == []
 
 
 async def test_the_repro_of_a_key_with_a_trailing_newline(openai_server: FakeOpenAI) -> None:

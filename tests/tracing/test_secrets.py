@@ -351,3 +351,46 @@ def test_arguments_at_the_nesting_limit_and_deeper_text_are_masked_without_a_cra
     first, second = spans.named("execute_tool echo")
     assert attributes(first)["error.type"] == "invalid_arguments"  # a dict is not a text
     assert "nested more than 128 levels deep" in (second.status.description or "")
+
+
+# -- the adapter's own key, echoed by a server ------------------------------------------------------------------------
+
+ADAPTER_KEY = 'hunt3r"SECRET/+=x9Q'  # not shaped like an API key: only the adapter's own masking can hide it
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_the_adapters_key_echoed_by_the_server_reaches_no_span(spans: Spans, stream: bool) -> None:
+    """Before, a key echoed in the answer (text, tool arguments) was recorded as content, and base64 of ``Bearer
+    <key>`` in an error body reached the failed call's status and the retry event."""
+    from tests.providers.key_forms import echoes, readable
+    from tests.providers.servers import Answer, FakeOpenAI, Status, ToolUse
+    from threadline.errors import ModelError
+    from threadline.models.openai import OpenAIModel
+
+    spans.instrument(include_content=True)
+    encoded = echoes(ADAPTER_KEY)["base64 standard of Bearer key"]
+    echo = f"Your key is {ADAPTER_KEY} ({encoded})."
+    with FakeOpenAI() as server:
+        model = OpenAIModel("gpt-4o-mini", base_url=server.base_url, api_key=ADAPTER_KEY, retry_base_delay=0.01)  # type: ignore[attr-defined]
+        server.add(
+            Answer(echo, tool_calls=(ToolUse("echo", json.dumps({"text": echo})),)),
+            Answer(echo),
+            Status(500, {"error": {"message": f"bad header {encoded}", "type": "server_error"}}),
+            Status(400, {"error": {"message": f"bad header {encoded}", "type": "invalid_request_error"}}),
+        )
+        conversation = Conversation()
+        try:
+            await conversation.continuation.model(model).tools(echo_tool).request("hi").prompt_async(stream=stream)
+            with pytest.raises(ModelError):
+                await conversation.continuation.request("again").prompt_async(stream=stream, max_retries=1)
+        finally:
+            await model.aclose()
+    assert readable(spans.text(), ADAPTER_KEY) == []
+    assert "Your key is ***" in spans.text()  # the answer is recorded, with the key masked
+    assert "bad header ***" in spans.text()
+
+
+@tool(name="echo")
+def echo_tool(text: str) -> str:
+    """Echo a text."""
+    return text

@@ -19,23 +19,32 @@ then one `ModelResponse`. Failures become `ModelError` here and nowhere else:
   stopped at its token limit or on a refusal): retried with exponential backoff and jitter, at most
   ``max_retries`` times, but only while no text (nor thinking the caller shows) has been shown, since what was
   shown cannot be taken back;
+- ``timeout`` bounds each attempt as a whole, from sending the request to the last byte of the answer (streamed or
+  not), as well as each wait for a connection or for the next bytes: a server that trickles bytes too slowly to
+  finish fails the attempt as a timeout like one that stalls (retried as timeouts are; text already shown stays
+  the failure's partial output). The waits between attempts are not counted: ``retry_time_limit`` bounds those;
 - retries stop early where they would only multiply: when the server says so (``x-should-retry: false``, as
   OpenAI's API sends), when a proxy in front already retried (LiteLLM's ``x-litellm-attempted-retries``), and
   when the retry time limit of the call (``retry_time_limit``, counted from its first failure) would be passed.
-  A ``Retry-After`` longer than what is left of that limit fails at once, saying when to try again;
+  A ``Retry-After`` longer than what is left of that limit, or than a day (`LONGEST_RETRY_AFTER`, also with no
+  limit), fails at once, saying when to try again; one that says no delay (``inf``, ``-1``, ``1e20``, words, a
+  date that cannot be read) is ignored for the usual backoff, and a date already past means no wait;
 - once text was shown, a broken stream raises `ModelError` whose ``partial`` is that text (the turn engine logs
   it as the failed turn's content);
 - anything else (400, 404, 413…): at once, with the server's own explanation.
 
 Every `ModelError` leaves `Endpoint.events` through one place, `Endpoint._redact`, which masks the configured
-secrets in every form they could take in a text (raw, stripped, JSON- or Python-escaped, URL-encoded) and
+secrets in every form they could take in a text (raw, stripped, JSON- or Python-escaped, URL-encoded, base64) and
 anything shaped like an API key, in the message and in the error type alike: error bodies of HTTP 200 answers
 and stream ``error`` events are the server's text, and a key there must reach neither the log nor the screen.
+What the model answers (text and thinking as they stream, tool calls, the whole response) passes through an
+`AnswerMask` for the same forms of the configured secrets, and for nothing else.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import re
 import sys
@@ -62,6 +71,8 @@ import httpx
 from .._masking import mask_secrets, secret_forms
 from ..errors import ModelError
 from ..tracing import hooks as tracing
+from ._answer_masking import AnswerMask, Forms
+from ._deadline import AttemptDeadline
 from ._sse import LINE_LIMIT, read_events
 from .base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 
@@ -72,6 +83,11 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _DETAIL_LIMIT = 400
 _USER_AGENT = "threadline"
 BODY_LIMIT = LINE_LIMIT  # the most of one answer that is not a stream read into memory (a stream: per line)
+LONGEST_RETRY_AFTER = 86_400.0  # seconds: a server asking for a longer wait fails the call at once, whatever the limit
+# A delay in seconds as a server writes one: digits, perhaps with a fraction (not "1e3", "inf", "-1" or "1_000", which
+# Python's float() would read).
+_DELAY = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_FOREVER = 1e30  # seconds: what digits past a float's range say
 
 
 class StreamDecoder(Protocol):
@@ -92,7 +108,8 @@ class Endpoint:
         headers: Headers sent with every request (authentication included).
         secrets: Values that must never appear in an error message, in any form (see `secret_forms`).
         auth_hint: What to tell the user when the server refuses the credentials.
-        timeout: Default seconds to wait for a connection or for the next bytes of an answer.
+        timeout: Default seconds one attempt may take in all (the request, then the whole answer), and so also
+            the longest wait for a connection or for the next bytes of an answer.
         max_retries: Default retries of retryable failures.
         retry_base_delay: The first backoff delay in seconds (doubled for each further retry).
         retry_max_delay: The longest backoff delay in seconds.
@@ -117,6 +134,8 @@ class Endpoint:
         self.provider = provider
         self.url = url
         self._secrets = secret_forms(secrets)
+        # What the model answers is masked for these forms alone (see `AnswerMask`); nothing when there is no secret.
+        self._answer_forms = Forms(self._secrets) if self._secrets else None
         self._auth_hint = auth_hint
         self.timeout = timeout
         self.max_retries = max_retries
@@ -212,6 +231,7 @@ class Endpoint:
         retries = self.max_retries if settings.max_retries is None else max(0, settings.max_retries)
         timeout = self.timeout if settings.timeout is None else settings.timeout
         pool = self.pool()
+        loop = asyncio.get_running_loop()
         attempt = 0
         deadline: float | None = None
         while True:
@@ -219,35 +239,62 @@ class Endpoint:
             thought = False  # reasoning was handed to a caller that shows it
             held: list[ReasoningDelta] = []  # reasoning nobody is shown yet (see reasoning_shown)
             headers: httpx.Headers | None = None
+            mask = AnswerMask(self._answer_forms) if self._answer_forms is not None else None
+            budget = AttemptDeadline(loop.time() + timeout, lambda: self._overdue(timeout))
             try:
-                response = await self._send(pool, payload, timeout)
-                headers = response.headers
                 try:
-                    if response.status_code >= 400:
-                        raise self._status_error(response, await _read_body(response))
-                    if not stream or "text/event-stream" not in response.headers.get("content-type", ""):
-                        # Also a server that ignores "stream": true and answers with one JSON body.
-                        result = parse(await _read_body(response))
-                    else:
-                        reader = decoder()
-                        feed = reader.feed
-                        async with aclosing(read_events(response.aiter_bytes())) as events:
-                            async for event in events:
-                                piece = feed(event.event, event.data)
-                                if isinstance(piece, str):
-                                    if piece:
-                                        shown.append(piece)
-                                        yield TextDelta(piece)
-                                elif piece is not None:
-                                    if reasoning_shown:
-                                        # Thinking already shown cannot be taken back either: no retry after it.
-                                        thought = True
-                                        yield piece
-                                    else:
-                                        held.append(piece)
-                        result = reader.finish()
+                    response = await self._send(pool, payload, timeout)
+                    headers = response.headers
+                    try:
+                        if response.status_code >= 400:
+                            raise self._status_error(response, await _read_body(response))
+                        if not stream or "text/event-stream" not in response.headers.get("content-type", ""):
+                            # Also a server that ignores "stream": true and answers with one JSON body.
+                            result = parse(await _read_body(response))
+                        else:
+                            reader = decoder()
+                            feed = reader.feed
+                            async with aclosing(read_events(response.aiter_bytes())) as events:
+                                async for event in events:
+                                    piece = feed(event.event, event.data)
+                                    if isinstance(piece, str):
+                                        if mask is not None:
+                                            piece = mask.text(piece)
+                                        if piece:
+                                            shown.append(piece)
+                                            budget.pause()  # the caller's time is not the server's
+                                            yield TextDelta(piece)
+                                            budget.resume()
+                                    elif piece is not None:
+                                        for thinking in [piece] if mask is None else mask.reasoning(piece):
+                                            if reasoning_shown:
+                                                # Thinking already shown cannot be taken back either: no retry
+                                                # after it.
+                                                thought = True
+                                                budget.pause()
+                                                yield thinking
+                                                budget.resume()
+                                            else:
+                                                held.append(thinking)
+                            result = reader.finish()
+                            for thinking in mask.thinking_left() if mask is not None else ():
+                                if reasoning_shown:
+                                    thought = True
+                                    budget.pause()
+                                    yield thinking
+                                    budget.resume()
+                                else:
+                                    held.append(thinking)
+                    finally:
+                        budget.pause()  # closing the response is not cut short
+                        await response.aclose()
+                except BaseException:
+                    budget.seen()  # the deadline's cancellation becomes the attempt's timeout error
+                    raise
                 finally:
-                    await response.aclose()
+                    budget.close()
+                if mask is not None:
+                    result = mask.response(result)
                 if not result.content and not result.tool_calls:
                     if not thought and not held:
                         held = _reasoning_deltas(result)  # what it thought goes to the failure's log
@@ -261,15 +308,24 @@ class Endpoint:
                 why_not = _why_not_retry(error, signals, shown or thought, attempt, retries)
                 if why_not is None:
                     delay = self._delay(attempt, signals.retry_after)
-                    if deadline is None or now + delay <= deadline:
+                    too_long = signals.retry_after is not None and signals.retry_after > LONGEST_RETRY_AFTER
+                    if not too_long and (deadline is None or now + delay <= deadline):
                         if tracing.tracer is not None:
                             tracing.tracer.retry(attempt + 1, self._redact(error), delay)
                         await asyncio.sleep(delay)
                         attempt += 1
                         continue
                     if signals.retry_after is not None:
-                        raise self._redact(self._wait_too_long(error, signals.retry_after, deadline - now)) from None
+                        left = None if deadline is None else deadline - now
+                        raise self._redact(self._wait_too_long(error, signals.retry_after, left)) from None
                     why_not = f"the retry time limit of {self.retry_time_limit:g} s was reached"
+                if mask is not None:
+                    # No retry follows: what the stream held back goes to the failure's log, masked.
+                    held += mask.thinking_left()
+                    tail = mask.text_left()
+                    if tail:
+                        shown.append(tail)
+                        yield TextDelta(tail)
                 partial = "".join(shown)
                 note = ""
                 if partial and error.type in ("connection", "stream_cut", "timeout"):
@@ -298,12 +354,21 @@ class Endpoint:
                     # show text as it comes see it all the same.
                     yield TextDelta(result.content)
                 elif len(result.content) > sum(map(len, shown)):
-                    # Text a reader held back (a chunk that carried thinking too) and the stream ended on.
+                    # Text a reader (or the masking) held back and the stream ended on.
                     said = "".join(shown)
                     if result.content.startswith(said):
                         yield TextDelta(result.content[len(said) :])
             yield result
             return
+
+    def _overdue(self, seconds: float) -> ModelError:
+        """The error of an attempt past its deadline (see `AttemptDeadline`)."""
+        where = f"{self.provider} at {mask_secrets(self.url, self._secrets)}"
+        return ModelError(
+            f"{where} did not answer within {seconds:g} s (the timeout covers the whole answer)",
+            type="timeout",
+            retryable=True,
+        )
 
     async def _send(self, pool: httpx.AsyncHTTPTransport, payload: bytes, wait: float) -> httpx.Response:
         # The transport is called directly: the client layer above it (cookies, redirects, auth flows, URL
@@ -347,13 +412,22 @@ class Endpoint:
             f"{self.provider} returned an empty answer (no text, no tool calls)", type="empty_response", retryable=True
         )
 
-    def _wait_too_long(self, error: ModelError, retry_after: float, left: float) -> ModelError:
-        """The error for a ``Retry-After`` longer than the call may still wait: fail now, say when to retry."""
+    def _wait_too_long(self, error: ModelError, retry_after: float, left: float | None) -> ModelError:
+        """The error for a ``Retry-After`` longer than the call may still wait (``left``: what is left of the retry
+        time limit; None: no limit) or than `LONGEST_RETRY_AFTER`: fail now, say when to retry."""
+        if retry_after > LONGEST_RETRY_AFTER:
+            return ModelError(
+                f"{error.message}. The server asked to wait more than a day before retrying; this call waits at most"
+                f" {_duration(LONGEST_RETRY_AFTER)}: try again later",
+                type=error.type,
+                status=error.status,
+                retryable=True,
+            )
         at = time.strftime("%H:%M:%S", time.gmtime(time.time() + retry_after))
         limit = f"{self.retry_time_limit:g} s" if self.retry_time_limit is not None else "none"
         return ModelError(
             f"{error.message}. The server asked to wait {_duration(retry_after)} before retrying (until {at} UTC),"
-            f" longer than this call may still wait ({_duration(max(0.0, left))} of its retry time limit of"
+            f" longer than this call may still wait ({_duration(max(0.0, left or 0.0))} of its retry time limit of"
             f" {limit}): try again after {at} UTC",
             type=error.type,
             status=error.status,
@@ -541,21 +615,31 @@ def _proxy_for(url: httpx.URL) -> str | None:
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds the server asked to wait (``retry-after-ms``, ``retry-after`` as seconds or an HTTP date)."""
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return float(value) / 1000
-        except ValueError:
-            pass
+    """Seconds the server asked to wait (``retry-after-ms``, else ``retry-after`` as seconds or an HTTP date), never
+    negative; None when neither says a delay (absent, or a value that is no delay: ``inf``, ``-1``, ``1e20``, words,
+    a date that cannot be read), so the usual backoff applies. A very long delay is returned as it is (at most
+    1e30 s): `LONGEST_RETRY_AFTER` decides what is too long to wait for."""
+    milliseconds = _seconds(headers.get("retry-after-ms"))
+    if milliseconds is not None:
+        return milliseconds / 1000
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
+    seconds = _seconds(value)
+    return seconds if seconds is not None else _seconds_until(value)
+
+
+def _seconds(value: str | None) -> float | None:
+    """A delay written as digits (see `_DELAY`), else None."""
+    if value is None or not _DELAY.fullmatch(value.strip()):
         return None
+    return min(float(value), _FOREVER)
+
+
+def _seconds_until(date: str) -> float | None:
+    """Seconds from now until an HTTP date (0 for one past), else None."""
+    try:
+        moment = parsedate_to_datetime(date).timestamp()
+    except (TypeError, ValueError, OverflowError, OSError, IndexError):
+        return None
+    return max(0.0, moment - time.time()) if math.isfinite(moment) else None

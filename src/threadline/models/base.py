@@ -123,7 +123,9 @@ class ModelSettings(msgspec.Struct):
         stream: Stream the answer (adapters may still buffer when the provider cannot).
         max_tokens: Upper bound on generated tokens.
         temperature: Sampling temperature.
-        timeout: Seconds to wait for the model (per attempt for HTTP providers).
+        timeout: Seconds to wait for the model: for HTTP providers, the longest one attempt may take in all, from
+            the request to the answer's last byte (streamed or not; the waits between retries are not counted); for
+            the embedded model, the whole call.
         max_retries: Retries of retryable failures (HTTP providers).
         extras: Provider-prefixed extras, e.g. ``{"openai_seed": 1, "local_top_k": 40}``.
         reasoning: Turn a reasoning model's thinking on, and say how much (None: the provider's default, which for

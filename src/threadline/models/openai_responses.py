@@ -99,7 +99,8 @@ class OpenAIResponsesModel(HTTPModel):
         capabilities: Overrides the family profile's capabilities (``reasoning=False`` stops asking for encrypted
             reasoning, for a model that refuses it).
         profile: Overrides the whole family profile.
-        timeout: Default seconds to wait for a connection or the next bytes of an answer.
+        timeout: Default seconds one attempt may take in all, from the request to the answer's last byte (also the
+            longest wait for a connection or the next bytes); ``timeout`` in the settings wins.
         max_retries: Default retries of retryable failures (``max_retries`` in the settings wins).
         retry_base_delay: First backoff delay in seconds; doubled for each further retry.
         retry_time_limit: The longest one call keeps retrying, in seconds from its first failure; a server that

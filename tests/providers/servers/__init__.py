@@ -3,7 +3,7 @@ tests and the benchmark."""
 
 from __future__ import annotations
 
-from ._base import Answer, Chunks, Close, Cut, Events, FakeServer, Hang, Recorded, Stall, Status, ToolUse
+from ._base import Answer, Chunks, Close, Cut, Events, FakeServer, Hang, Recorded, Stall, Status, ToolUse, Trickle
 from .anthropic import FakeAnthropic
 from .openai import LLAMA_CPP_PYTHON, FakeOpenAI
 from .responses import FakeResponses, Thought
@@ -25,4 +25,5 @@ __all__ = [
     "Status",
     "Thought",
     "ToolUse",
+    "Trickle",
 ]

@@ -83,6 +83,17 @@ class Cut:
 
 
 @dataclass(frozen=True)
+class Trickle:
+    """Answer ``answer`` (a JSON body or a stream, as the request asked) one byte every ``interval`` seconds, after
+    sending its first ``after`` stream events at once: a server (or a proxy) that keeps a connection alive without
+    ever finishing, which no read timeout notices."""
+
+    answer: Answer
+    interval: float = 0.5
+    after: int = 0
+
+
+@dataclass(frozen=True)
 class Events:
     """Answer with exactly these server-sent events ``(event name or None, data)``, e.g. an error event."""
 
@@ -203,6 +214,11 @@ class FakeServer:
         """Queue plain text answers."""
         return self.add(*(Answer(text) for text in texts))
 
+    def clear(self) -> None:
+        """Drop what the script still holds (answers no request came for)."""
+        with self._lock:
+            self._queue.clear()
+
     @property
     def count(self) -> int:
         """How many requests arrived."""
@@ -290,6 +306,9 @@ class FakeServer:
             writer.write(b"0\r\n\r\n")
             await writer.drain()
             return True
+        if isinstance(item, Trickle):
+            await self._trickle(writer, item, request)
+            return False
         if isinstance(item, Stall):
             await self._send_events(writer, self.render_events(item.answer, request), item.after)
             await asyncio.sleep(item.seconds)
@@ -324,6 +343,26 @@ class FakeServer:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
+
+    async def _trickle(self, writer: asyncio.StreamWriter, item: Trickle, request: Recorded) -> None:
+        if (request.json or {}).get("stream"):
+            events = self.render_events(item.answer, request)
+            writer.write(self._head(200, "text/event-stream; charset=utf-8", (("Transfer-Encoding", "chunked"),)))
+            texts = [(f"event: {event}\n" if event else "") + f"data: {data}\n\n" for event, data in events]
+            first = "".join(texts[: item.after]).encode()
+            if first:
+                writer.write(b"%x\r\n%s\r\n" % (len(first), first))
+            rest = "".join(texts[item.after :]).encode()
+            pieces = [b"1\r\n%s\r\n" % rest[i : i + 1] for i in range(len(rest))] + [b"0\r\n\r\n"]
+        else:
+            payload = json.dumps(self.render_json(item.answer, request)).encode()
+            writer.write(self._head(200, "application/json", (("Content-Length", str(len(payload))),)))
+            pieces = [payload[i : i + 1] for i in range(len(payload))]
+        await writer.drain()
+        for piece in pieces:
+            await asyncio.sleep(item.interval)
+            writer.write(piece)
+            await writer.drain()
 
     @staticmethod
     def _head(status: int, content_type: str, extra: Iterable[tuple[str, str]] = ()) -> bytes:
