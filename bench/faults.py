@@ -19,9 +19,14 @@ Rows (the cases live in ``tests/faults/``, shared with the CI test ``tests/fault
 - error bodies carrying the key (fake OpenAI and Anthropic servers), in the library and the CLI;
 - llama-cpp-python's real server started through ``python -m threadline.llama_cpp_server`` (as the tests and the
   README start it) and asked for answers: on a CPU with AMX the plain server crashes on its first (issue 17).
+- issue 31's hostile round, one row per fault it found (``tests/faults/hostile.py``): endless generator tools, a
+  tool writing to its own conversation, PostgreSQL restarted mid-answer, Markdown nested past markdown-it's limit,
+  the key echoed in base64 or in an answer, odd Retry-After values, arguments nested 3,000 deep, downloads named in
+  any script, exceptions whose message cannot be read, non-JSON values in a log, non-finite CLI options, trickling
+  streams, silent MCP servers, slow-loris clients and ``logs show --all`` on long logs.
 
 Usage: python bench/faults.py [--cases 5000] [--surrogate-cases 2000] [--tool-turns 60] [--kills 24] [--races 10]
-                             [--interrupts 40] [--mistyped 300] [--server-starts 3] [--seed 0]
+                             [--interrupts 40] [--mistyped 300] [--server-starts 3] [--hostile-scale 1.0] [--seed 0]
 PostgreSQL: ``THREADLINE_TEST_POSTGRES`` (default postgresql://postgres@127.0.0.1:5432/test).
 """
 
@@ -39,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.faults.campaign import HEADERS, Row  # noqa: E402
 from tests.faults.fuzz import fuzz_readers, fuzz_surrogates  # noqa: E402
+from tests.faults.hostile import HOSTILE  # noqa: E402
 from tests.faults.interrupts import interrupt_campaign  # noqa: E402
 from tests.faults.leaks import key_leaks  # noqa: E402
 from tests.faults.mistyped import mistyped_messages  # noqa: E402
@@ -59,6 +65,9 @@ def main() -> int:
     parser.add_argument("--races", type=int, default=10, help="two-writer races per backend")
     parser.add_argument("--interrupts", type=int, default=40, help="Ctrl-Cs per backend")
     parser.add_argument("--mistyped", type=int, default=300, help="mistyped messages written per backend")
+    parser.add_argument(
+        "--hostile-scale", type=float, default=1.0, help="issue 31's rows: this times each row's full number of cases"
+    )
     parser.add_argument("--backends", default="sqlite,postgres", help="comma-separated: sqlite, postgres")
     parser.add_argument("--seed", type=int, default=None, help="fix the random choices (default: new ones each run)")
     args = parser.parse_args()
@@ -94,6 +103,12 @@ def main() -> int:
                 lambda b=backend: mistyped_messages(b, args.mistyped, directory, seed=seed),
             )
         timed("key leaks", lambda: key_leaks(directory))
+        for hostile in HOSTILE:
+            cases = max(1, round(hostile.full * args.hostile_scale))
+            timed(
+                f"issue 31, {hostile.cause}: {hostile.run.__name__}",
+                lambda h=hostile, n=cases: h(n, directory, seed=seed),
+            )
         timed("llama.cpp server", lambda: server_generations(args.server_starts, 3, directory))
 
     failed = [row for row in rows if row.failed or row.lost or row.invalid or row.leaked]

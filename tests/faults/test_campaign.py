@@ -9,6 +9,7 @@ import pytest
 
 from .campaign import Row
 from .fuzz import fuzz_readers, fuzz_surrogates
+from .hostile import HOSTILE, Hostile
 from .interrupts import interrupt_campaign
 from .leaks import key_leaks
 from .mistyped import mistyped_messages
@@ -69,3 +70,10 @@ def test_mistyped_messages_are_refused_and_the_log_still_loads(backend: str, tmp
     row = mistyped_messages(backend, 40, tmp_path, seed=0)
     assert_clean(row, tried=40)
     assert set(row.seen) == {"conversation.add", "store.append", "import"}
+
+
+@pytest.mark.parametrize("hostile", HOSTILE, ids=lambda hostile: f"{hostile.cause}-{hostile.run.__name__}")
+def test_the_hostile_inputs_of_issue_31(hostile: Hostile, tmp_path: Path) -> None:
+    row = hostile(hostile.ci, tmp_path, seed=0)
+    assert_clean(row)
+    assert row.tried >= hostile.ci  # (the key-leak row adds runs of the CLI to its cases)
