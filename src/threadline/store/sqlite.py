@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -225,18 +225,12 @@ class SQLiteStore(SQLiteSideTables, Store):
     def _all_stored(self, conn: sqlite3.Connection, key: int, rows: list[tuple[str, bytes]]) -> bool:
         """Whether every message of an append is stored already, as it is."""
         wanted = dict(rows)
-        ids = list(wanted)
         found = 0
-        for start in range(0, len(ids), 500):  # SQLite caps the number of parameters of one statement
-            chunk = ids[start : start + 500]
-            stored = conn.execute(
-                f"SELECT id, data FROM messages WHERE conversation = ? AND id IN ({', '.join('?' * len(chunk))})",
-                (key, *chunk),
-            ).fetchall()
+        for stored in _stored_chunks(conn, key, list(wanted)):
             if not all(same_stored(bytes(data), wanted[message_id]) for message_id, data in stored):
                 return False
             found += len(stored)
-        return found == len(ids)
+        return found == len(wanted)
 
     def _check_repeats(
         self, conn: sqlite3.Connection, key: int, conversation_id: str, rows: list[tuple[str, bytes]]
@@ -244,13 +238,7 @@ class SQLiteStore(SQLiteSideTables, Store):
         """Raise if a stored message has the id of one of ``rows`` but other content (inside the append's
         transaction, so the append is rolled back)."""
         wanted = dict(rows)
-        ids = list(wanted)
-        for start in range(0, len(ids), 500):  # SQLite caps the number of parameters of one statement
-            chunk = ids[start : start + 500]
-            stored = conn.execute(
-                f"SELECT id, data FROM messages WHERE conversation = ? AND id IN ({', '.join('?' * len(chunk))})",
-                (key, *chunk),
-            ).fetchall()
+        for stored in _stored_chunks(conn, key, list(wanted)):
             check_same_messages(stored, wanted, conversation_id, self.url)
 
     def load(self, conversation_id: str) -> MessageList:
@@ -442,3 +430,14 @@ class SQLiteStore(SQLiteSideTables, Store):
 
     def __repr__(self) -> str:
         return f"<SQLiteStore {self.path}>"
+
+
+def _stored_chunks(conn: sqlite3.Connection, key: int, ids: list[str]) -> Iterator[list[tuple[str, bytes]]]:
+    """The stored ``(id, data)`` of the messages with these ids, a chunk at a time (SQLite caps the number of
+    parameters of one statement)."""
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        yield conn.execute(
+            f"SELECT id, data FROM messages WHERE conversation = ? AND id IN ({', '.join('?' * len(chunk))})",
+            (key, *chunk),
+        ).fetchall()
