@@ -15,6 +15,10 @@ __all__ = ["finite_problem", "non_finite"]
 def non_finite(value: Any) -> float | None:
     """An infinity or NaN in ``value`` (a number, or one inside the lists, tuples and mappings of a setting sent as
     JSON), or None when it holds none."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else value
+    if not isinstance(value, (Mapping, list, tuple)):  # a plain setting (an int, a text, None): checked every turn
+        return None
     pending = [value]
     seen: set[int] = set()
     while pending:
@@ -31,5 +35,7 @@ def non_finite(value: Any) -> float | None:
 def finite_problem(value: Any) -> str | None:
     """What is wrong with ``value`` as a setting if it is or holds an infinity or NaN (``"must be a finite number,
     got inf"``, to follow the setting's name), or None."""
+    if value is None or type(value) in (int, str, bool):  # most settings: nothing to look into
+        return None
     found = non_finite(value)
     return None if found is None else f"must be a finite number, got {found!r}"

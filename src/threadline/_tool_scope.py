@@ -10,8 +10,6 @@ and `refuse_own_tool` refuses every write to that conversation, and every turn o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Protocol
 
@@ -47,19 +45,30 @@ class ToolRound:
     def __init__(self, host: object) -> None:
         self.host: object | None = host
 
-    @contextmanager
-    def running(self) -> Iterator[None]:
-        """Within the block, the current context (and every task and worker thread started from it) runs this
-        round's tools. Enter and leave it within one step of a coroutine (no ``yield`` to the caller in between)."""
-        token = _rounds.set((*_rounds.get(), self))
-        try:
-            yield
-        finally:
-            _rounds.reset(token)
+    def running(self) -> _Running:
+        """Within the ``with`` block, the current context (and every task and worker thread started from it) runs
+        this round's tools. Enter and leave it within one step of a coroutine (no ``yield`` to the caller in
+        between)."""
+        return _Running(self)
 
     def end(self) -> None:
         """The round is over: let go of the host."""
         self.host = None
+
+
+class _Running:
+    """The context mark of `ToolRound.running` (a class rather than a generator: it is made for every tool round)."""
+
+    __slots__ = ("_round", "_token")
+
+    def __init__(self, round_: ToolRound) -> None:
+        self._round = round_
+
+    def __enter__(self) -> None:
+        self._token = _rounds.set((*_rounds.get(), self._round))
+
+    def __exit__(self, *exc: object) -> None:
+        _rounds.reset(self._token)
 
 
 def refuse_own_tool(owner: Owner) -> None:
@@ -68,7 +77,8 @@ def refuse_own_tool(owner: Owner) -> None:
     Raises:
         ConversationBusy: saying why, when this code runs inside such a tool.
     """
-    if any(round_.host is owner for round_ in _rounds.get()):
+    rounds = _rounds.get()
+    if rounds and any(round_.host is owner for round_ in rounds):  # outside any tool (nearly always): one lookup
         raise ConversationBusy(
             f"conversation {owner.id} is running the turn that called this tool: a tool cannot write to that "
             "conversation or run a turn on it while its call is unanswered (the turn waits for the tool); return "

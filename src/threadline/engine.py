@@ -30,7 +30,7 @@ from ._json_values import json_problem
 from ._masking import environment_secrets, mask_secrets
 from ._tool_scope import ToolRound
 from .errors import ModelError, UserError
-from .message_fields import count_problem
+from .message_fields import counts_ok
 from .messages import (
     DEFAULT_META,
     INTERRUPTED_TOOL,
@@ -497,12 +497,7 @@ def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
     usage = response.usage
     name = response.model
     # Token counts are ints from 0 to 2**63 - 1 (a bool is an int to isinstance, but not a count).
-    usage_ok = usage is None or (
-        isinstance(usage, Usage)
-        and count_problem(usage.input_tokens) is None
-        and count_problem(usage.output_tokens) is None
-        and count_problem(usage.reasoning_tokens) is None
-    )
+    usage_ok = usage is None or (isinstance(usage, Usage) and counts_ok(usage))
     name_ok = name is None or isinstance(name, str)
     if content is not None and not isinstance(content, str):
         raise ModelError(

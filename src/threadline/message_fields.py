@@ -45,7 +45,7 @@ from .messages import (
     UserMessage,
 )
 
-__all__ = ["MAX_COUNT", "count_problem", "field_problem", "problem_field", "value_problem"]
+__all__ = ["MAX_COUNT", "count_problem", "counts_ok", "field_problem", "problem_field", "value_problem"]
 
 MAX_COUNT = 2**63 - 1
 """The largest token count a log keeps."""
@@ -171,9 +171,20 @@ def _assistant_problem(message: AssistantMessage) -> str | None:
     return None
 
 
+def counts_ok(usage: Usage) -> bool:
+    """Whether every token count of ``usage`` is one (see `count_problem`): what the engine asks of every answer."""
+    for value in (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens):
+        # Plain ints in range pass at once; anything else (a bool, an int subclass) is for the full check.
+        if (type(value) is not int or not 0 <= value <= MAX_COUNT) and count_problem(value) is not None:
+            return False
+    return True
+
+
 def count_problem(value: Any) -> str | None:
     """Why ``value`` is not a token count (an int from 0 to ``2**63 - 1``: what every store, exporter and
     OpenTelemetry attribute takes), worded to follow the field's name; None when it is one."""
+    if type(value) is int and 0 <= value <= MAX_COUNT:  # nearly always, and checked on every answer
+        return None
     if not _is_int(value):
         return f"is of type {type(value).__name__}, expected int"
     if not 0 <= value <= MAX_COUNT:

@@ -42,7 +42,7 @@ _encode = msgspec.json.Encoder().encode
 class Forms:
     """The forms of an adapter's secrets, ready for masking answers (made once per endpoint)."""
 
-    __slots__ = ("_heads", "encoded_pairs", "first", "longest", "ordered", "pairs", "pattern", "starts")
+    __slots__ = ("_heads", "encoded_pairs", "first", "longest", "marks", "ordered", "pairs", "pattern", "starts")
 
     def __init__(self, forms: tuple[str, ...]) -> None:
         self.ordered = ordered = sorted(set(forms), key=len, reverse=True)
@@ -64,6 +64,15 @@ class Forms:
         self.encoded_pairs = re.compile(b"|".join(re.escape(pair) for pair in sorted(encoded)))
         # The forms a text may end inside of, far enough for `cut_end`, with their first `MIN_CUT` characters.
         self._heads = [(form, form[:MIN_CUT]) for form in ordered if len(form) > MIN_CUT]
+        # For `untouched`: the fewest texts such that every form, and every start of a form that `cut_end` masks,
+        # holds one of them (mostly the forms' first `MIN_CUT` characters), as they stand inside an encoded JSON
+        # string. A value whose encoding holds none of them is left as it is by the masking; a few substring
+        # searches tell, however many forms there are.
+        marks: list[str] = []
+        for text in sorted({form[:MIN_CUT] for form in ordered}, key=len):
+            if not any(mark in text for mark in marks):
+                marks.append(text)
+        self.marks = tuple(_encode(mark)[1:-1] for mark in marks)
 
     def start_of_form(self, text: str, start: int = 0, stop: int | None = None) -> int:
         """The first place at or after ``start`` (and before ``stop``) from which the rest of ``text`` could begin a
@@ -79,6 +88,16 @@ class Forms:
                     return place
             place += 1
         return size
+
+    def untouched(self, result: ModelResponse) -> bool:
+        """Whether masking leaves ``result`` as it is: neither a form nor the start of one long enough to be masked
+        as cut off is anywhere in it, opaque reasoning data included (one encoding and a substring search per one of
+        `marks`; the first characters of a form alone, which random data holds by chance, do not count)."""
+        blob = _encode(result)
+        for mark in self.marks:  # a loop, not any(): this runs on every answer
+            if mark in blob:
+                return False
+        return True
 
     def clear(self, text: str) -> bool:
         """Whether ``text`` surely holds no form and does not end in the start of one (see ``pairs``)."""
@@ -152,6 +171,11 @@ class HeldText:
             out.append(MASK)
             place = found.end()
 
+    @property
+    def holding(self) -> bool:
+        """Whether text is held back (it could still become a form)."""
+        return bool(self._held)
+
     def flush(self) -> str:
         """The text held back, at the end of the stream: its forms masked, and a start of one cut off by the end
         masked too when it is `MIN_CUT` characters or more."""
@@ -216,6 +240,8 @@ class AnswerMask:
     def response(self, result: ModelResponse) -> ModelResponse:
         """The whole answer masked; its text as the streamed pieces showed it, and the rest the stream held."""
         forms = self._forms
+        if not self._text.holding and not self._thinking and self._said == self._fed and forms.untouched(result):
+            return result  # what nearly every answer is: nothing held back, nothing masked, nothing to mask
         content = result.content
         if content:
             fed = "".join(self._fed)
