@@ -30,6 +30,10 @@ with reasoning on: each answer carries a reasoning item with a summary and about
 the second request sends back before its function call; the floor is a hand loop over httpx that sends the very same
 two requests (target <= 1.1x).
 
+Each floor bounds each request as a whole, its answer read to the end included, with ``asyncio.timeout`` (600 s),
+as threadline's ``timeout`` bounds each attempt (a server trickling its answer must not hold a call for ever: issue
+31); httpx's per-read timeouts alone do not do that job.
+
 Each floor runs the tool the way threadline does, so both sides do the same work, and every round is measured
 against two such floors, interleaved in one run:
 
@@ -447,6 +451,10 @@ get_weather_async = _async_twin()
 # can cut off, reported for the size of the worker-thread hop.
 ToolCall = Callable[[dict[str, Any]], Awaitable[str]]
 TOOL_TIMEOUT = 60.0
+# Each hand-written request, its answer read to the end included, is bounded as a whole, as threadline's ``timeout``
+# (600 s by default) bounds each attempt: with only httpx's per-read timeouts a server that trickles its answer holds
+# a call for ever (issue 31), so a loop doing the same job bounds it, the standard way, with asyncio.timeout.
+MODEL_TIMEOUT = 600.0
 
 
 async def inline_tool(arguments: dict[str, Any]) -> str:
@@ -467,12 +475,13 @@ async def floor_openai(client: Any, url: str, first: dict[str, Any], stream: boo
     messages = list(body["messages"])
     body["messages"] = messages
     if not stream:
-        response = await client.post(url, json=body)
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            response = await client.post(url, json=body)
         message = response.json()["choices"][0]["message"]
         calls = message["tool_calls"]
     else:
         calls_by_index: dict[int, dict[str, Any]] = {}
-        async with client.stream("POST", url, json=body) as response:
+        async with asyncio.timeout(MODEL_TIMEOUT), client.stream("POST", url, json=body) as response:
             async for line in response.aiter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
@@ -494,10 +503,11 @@ async def floor_openai(client: Any, url: str, first: dict[str, Any], stream: boo
         output = await tool(json.loads(call["function"]["arguments"]))
         messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
     if not stream:
-        response = await client.post(url, json=body)
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            response = await client.post(url, json=body)
         return str(response.json()["choices"][0]["message"]["content"])
     parts: list[str] = []
-    async with client.stream("POST", url, json=body) as response:
+    async with asyncio.timeout(MODEL_TIMEOUT), client.stream("POST", url, json=body) as response:
         async for line in response.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
@@ -509,10 +519,11 @@ async def floor_openai(client: Any, url: str, first: dict[str, Any], stream: boo
 async def _anthropic_answer(client: Any, url: str, body: dict[str, Any], stream: bool) -> str:
     """The hand loops' second Messages request: the answer's text, read from the body or the stream."""
     if not stream:
-        response = await client.post(url, json=body)
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            response = await client.post(url, json=body)
         return "".join(block.get("text", "") for block in response.json()["content"])
     parts: list[str] = []
-    async with client.stream("POST", url, json=body) as response:
+    async with asyncio.timeout(MODEL_TIMEOUT), client.stream("POST", url, json=body) as response:
         async for line in response.aiter_lines():
             if line.startswith("data: "):
                 event = json.loads(line[6:])
@@ -527,11 +538,12 @@ async def floor_anthropic(client: Any, url: str, first: dict[str, Any], stream: 
     messages = list(body["messages"])
     body["messages"] = messages
     if not stream:
-        response = await client.post(url, json=body)
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            response = await client.post(url, json=body)
         content = response.json()["content"]
     else:
         content = []
-        async with client.stream("POST", url, json=body) as response:
+        async with asyncio.timeout(MODEL_TIMEOUT), client.stream("POST", url, json=body) as response:
             async for line in response.aiter_lines():
                 if not line.startswith("data: "):
                     continue
@@ -563,11 +575,12 @@ async def floor_anthropic_thinking(client: Any, url: str, first: dict[str, Any],
     messages = list(body["messages"])
     body["messages"] = messages
     if not stream:
-        response = await client.post(url, json=body)
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            response = await client.post(url, json=body)
         content = response.json()["content"]
     else:
         content = []
-        async with client.stream("POST", url, json=body) as response:
+        async with asyncio.timeout(MODEL_TIMEOUT), client.stream("POST", url, json=body) as response:
             async for line in response.aiter_lines():
                 if not line.startswith("data: "):
                     continue
@@ -604,11 +617,12 @@ async def floor_responses(client: Any, url: str, first: dict[str, Any], stream: 
     items = list(body["input"])
     body["input"] = items
     if not stream:
-        response = await client.post(url, json=body)
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            response = await client.post(url, json=body)
         output = response.json()["output"]
     else:
         output = []
-        async with client.stream("POST", url, json=body) as response:
+        async with asyncio.timeout(MODEL_TIMEOUT), client.stream("POST", url, json=body) as response:
             async for line in response.aiter_lines():
                 if line.startswith("data: "):
                     event = json.loads(line[6:])
@@ -639,7 +653,8 @@ async def floor_responses(client: Any, url: str, first: dict[str, Any], stream: 
         output = await tool(json.loads(call["arguments"]))
         items.append({"type": "function_call_output", "call_id": call["call_id"], "output": output})
     if not stream:
-        response = await client.post(url, json=body)
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            response = await client.post(url, json=body)
         return "".join(
             part["text"]
             for item in response.json()["output"]
@@ -648,7 +663,7 @@ async def floor_responses(client: Any, url: str, first: dict[str, Any], stream: 
             if part["type"] == "output_text"
         )
     parts: list[str] = []
-    async with client.stream("POST", url, json=body) as response:
+    async with asyncio.timeout(MODEL_TIMEOUT), client.stream("POST", url, json=body) as response:
         async for line in response.aiter_lines():
             if line.startswith("data: "):
                 event = json.loads(line[6:])
@@ -917,11 +932,13 @@ async def run_real_server(base_url: str, reps: int, warmup: int) -> list[dict[st
     await recorder.aclose()
 
     async def floor_plain() -> str:
-        response = await client.post(url, json=plain_body)
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            response = await client.post(url, json=plain_body)
         return str(response.json()["choices"][0]["message"]["content"])
 
     async def floor_tool() -> str:
-        response = await client.post(url, json=tool_first)
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            response = await client.post(url, json=tool_first)
         message = response.json()["choices"][0]["message"]
         calls = message["tool_calls"]
         second = {key: value for key, value in tool_first.items() if key not in ("tools", "tool_choice")}
@@ -931,7 +948,8 @@ async def run_real_server(base_url: str, reps: int, warmup: int) -> list[dict[st
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
         second["messages"] = messages
         assert second.keys() == tool_second.keys() and len(messages) == len(tool_second["messages"])
-        response = await client.post(url, json=second)
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            response = await client.post(url, json=second)
         return str(response.json()["choices"][0]["message"]["content"])
 
     results = []
