@@ -7,8 +7,8 @@ some larger than the preview limit, an occasional failure and UI-only event). Th
 The floor, "a plain list trim", walks the list back from the end summing the same token estimate and slices: what
 a hand-written trim does, with none of the protocol rules (tool groups, orphans, dangling calls, previews).
 
-Targets (DESIGN §10): build <= 25x the floor, and the 100,000-message build no slower than the 10,000-message one
-within noise (cost follows what is kept, not the length of the log).
+Targets (docs/contributing.md#performance-targets): build <= 25x the floor, and the 100,000-message build no slower than
+the 10,000-message one within noise (cost follows what is kept, not the length of the log).
 
 Run: python bench/bench_context.py
 """

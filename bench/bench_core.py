@@ -19,18 +19,18 @@
 2. **Serialize + parse 10,000 messages** (target <= 0.6x): `MessageList.to_json` + `MessageList.from_json` against
    stdlib ``json.dumps`` + ``json.loads`` of the same data as plain dicts (``log.to_dict()``), same run. The log is a
    realistic mix: user questions, assistant answers, assistant tool calls with their results, failures with partial
-   output. A second row does the same for that log with reasoning on half the assistant turns (DESIGN §12): plain
-   thinking from a compatible server, Anthropic's signed thinking, the Responses API's encrypted item with its
-   summary, in turn.
+   output. A second row does the same for that log with reasoning on half the assistant turns
+   (docs/file-format.md#reasoning): plain thinking from a compatible server, Anthropic's signed thinking, the Responses
+   API's encrypted item with its summary, in turn.
 
 3. **Memory held by 1,000 conversations x 50 messages** (target <= 350 B/message): `tracemalloc` of building the
    conversations (`Conversation` objects holding their `MessageList` read from a saved log, content strings
    included), against the same data held as plain dicts (what ``json.loads`` of the saved logs gives), both
    measured the same way. Two data sets: a plain chat of one-sentence questions and answers (the kind of data
-   behind the DESIGN's plain-dict floor of 479 B/message; here the plain dicts come out near it), checked against
-   350 B; and the tool-using mix of (2), whose longer messages and tool calls weigh more in any representation,
-   checked against the same ratio to plain dicts (350 / 479 = 0.73); and the reasoning log of (2), against the same
-   ratio.
+   behind the plain-dict floor of 479 B/message of docs/contributing.md#performance-targets; here the plain dicts come
+   out near it), checked against 350 B; and the tool-using mix of (2), whose longer messages and tool calls weigh more
+   in any representation, checked against the same ratio to plain dicts (350 / 479 = 0.73); and the reasoning log of
+   (2), against the same ratio.
 
 4. **`import threadline`** (target <= 120 ms): wall time of ``python -c "import threadline"`` minus
    ``python -c "pass"``, interleaved runs, median; the child's CPU time is shown too (steadier when other processes
@@ -327,7 +327,7 @@ def measure(build: Any) -> tuple[int, Any]:
 
 
 def chat_log(n: int) -> MessageList:
-    """A plain chat (questions and answers of a sentence or two, no tools): the kind of data the DESIGN's plain-dict
+    """A plain chat (questions and answers of a sentence or two, no tools): the kind of data the plain-dict
     floor of 479 B/message was measured on."""
     out: list[Message] = []
     for i in range(n // 2):
@@ -429,7 +429,8 @@ def main() -> None:
     a, s = engine["async_tool"], engine["sync_tool"]
     chat, mix, thinking = memory["chat"], memory["tool_mix"], memory["reasoning"]
     sr = serde_reasoning
-    # The DESIGN's target (350 B) is stated against its plain-dict floor (479 B): the same ratio applies to any data.
+    # The target (350 B, docs/contributing.md#performance-targets) is stated against its plain-dict floor (479 B): the
+    # same ratio applies to any data.
     target_ratio = TARGET_BYTES / DESIGN_PLAIN_BYTES
     cached, uncached = imports["bytecode_cached"], imports["no_bytecode_cache"]
     rows = [

@@ -1,4 +1,4 @@
-"""generate_text benchmarks (DESIGN §10), each against a floor measured in the same run.
+"""generate_text benchmarks (docs/contributing.md#performance-targets), each against a floor measured in the same run.
 
 1. **`request_hash` of a 1,000-message request** (target <= 1.5x): `threadline.request_hash(model=…, system=…,
    messages=…, tools=[…])` of a tool-using log of 1,000 messages, against ``hashlib.sha256(msgspec.json.encode(

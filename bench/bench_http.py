@@ -1,4 +1,5 @@
-"""Benchmark: a tool round trip through the HTTP adapters against raw httpx by hand (DESIGN §10).
+"""Benchmark: a tool round trip through the HTTP adapters against raw httpx by hand
+(docs/contributing.md#performance-targets).
 
 One round trip is two requests: the model asks for a tool, the tool runs, the model answers. threadline runs it
 through the public API (``llm.model(OpenAIModel(…, base_url=fake)).tools(get_weather).request(…).prompt_async()``:
@@ -40,8 +41,8 @@ against two such floors, interleaved in one run:
 - an async ``get_weather`` (same name, docstring and signature, so every request is the same byte for byte): both
   sides await it on the event loop;
 - the sync ``get_weather`` as written: threadline runs it on a worker thread under the tool timeout (60 s by
-  default), and the hand loop runs it as any loop must to honour DESIGN §11 ("a tool that hangs is cut off by a
-  per-tool timeout"): ``asyncio.wait_for(asyncio.to_thread(get_weather, ...), 60)``.
+  default), and the hand loop runs it as any loop must to honour docs/failure-rules.md#tool-timeouts ("a tool that hangs
+  is cut off by a per-tool timeout"): ``asyncio.wait_for(asyncio.to_thread(get_weather, ...), 60)``.
 
 Both are judged against the targets. A third table, reported and not judged, sets the sync tool against a hand loop
 that calls it inline on the event loop, which is cheaper by one thread hop (0.1-0.2 ms on a small VM) but cannot
@@ -447,8 +448,8 @@ get_weather_async = _async_twin()
 
 # How a hand loop runs the tool. The floor of each comparison runs it as threadline does, so both sides do the same
 # work: an async tool awaited on the event loop, or a sync tool off the loop under the default 60 s tool timeout
-# (DESIGN §11: a tool that hangs is cut off); `inline_tool` is a sync tool called on the event loop, which no timeout
-# can cut off, reported for the size of the worker-thread hop.
+# (docs/failure-rules.md#tool-timeouts: a tool that hangs is cut off); `inline_tool` is a sync tool called on the event
+# loop, which no timeout can cut off, reported for the size of the worker-thread hop.
 ToolCall = Callable[[dict[str, Any]], Awaitable[str]]
 TOOL_TIMEOUT = 60.0
 # Each hand-written request, its answer read to the end included, is bounded as a whole, as threadline's ``timeout``

@@ -1,8 +1,9 @@
-"""Storage benchmark (DESIGN §10): the SQLite and PostgreSQL stores against floors measured in the same run.
+"""Storage benchmark (docs/contributing.md#performance-targets): the SQLite and PostgreSQL stores against floors
+measured in the same run.
 
 - write + read back 10,000 messages through `SQLiteStore` (one ``append``, one ``load``) vs raw ``sqlite3``
   ``executemany`` + ``SELECT`` of the same JSON payloads (already encoded: the floor does no serialization at all),
-  same file settings (WAL, synchronous=NORMAL) — target ≤ 1.5× (DESIGN §10); also against the same raw calls made
+  same file settings (WAL, synchronous=NORMAL) — target ≤ 1.5×; also against the same raw calls made
   by hand from the message objects (msgspec encode before the insert, msgspec decode after the select), which is
   what the store does plus its ordering and idempotency;
 - durable appends, one message per transaction (how the turn engine writes): SQLite from one writer — target

@@ -1,4 +1,5 @@
-"""Tracing benchmarks (DESIGN §13): what a tool round of the engine costs with and without `threadline.instrument`.
+"""Tracing benchmarks (docs/architecture.md#tracing): what a tool round of the engine costs with and without
+`threadline.instrument`.
 
 Each figure is the engine's cost per tool round: a `Conversation` turn of ten tool rounds (a sync tool) and a final
 answer on a `ScriptedModel`, divided by ten — the workload of ``bench_generate.py``'s engine row. Measured:

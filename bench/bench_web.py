@@ -1,4 +1,4 @@
-"""Viewer benchmark (DESIGN §10): the web viewer against floors measured in the same run.
+"""Viewer benchmark (docs/contributing.md#performance-targets): the web viewer against floors measured in the same run.
 
 - open a 10,000-message conversation: the server's time to the first byte of ``GET /c/<id>`` (real uvicorn on
   127.0.0.1, raw socket client) vs ``store.load`` of the same conversation — target ≤ 0.5× (the page reads only its

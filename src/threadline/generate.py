@@ -6,7 +6,7 @@ by the same turn engine as `Conversation` (`threadline.engine.run_turn`), throug
     again = await generate_text(model=..., messages=[*result.messages, user("And in Rome?")])
 
 The system text and the context documents form the system prefix of every request; they are not part of
-``result.messages`` (pass them again to continue, as the seeds' callers do). The whole log is sent each time.
+``result.messages`` (pass them again to continue). The whole log is sent each time.
 
 De-duplication: every call has a `request_hash`. With ``cache=`` a store, a finished result under that hash is
 returned without calling the model, across processes; failures are never cached, and neither is a result one of whose

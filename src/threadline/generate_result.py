@@ -108,7 +108,7 @@ class GenerateTextResult(msgspec.Struct, frozen=True):
 def find_tool_result(messages: Iterable[Message], tool_name: str) -> ToolMessage | None:
     """The latest result of the tool ``tool_name`` in ``messages``, or None.
 
-    This is how a caller reads what a model "presented" through a tool (the seeds' ``presentResult`` pattern): the
+    This is how a caller reads what a model "presented" through a tool (the ``presentResult`` pattern): the
     tool's result is in the log, so no handler state is needed.
     """
     items = list(messages)

@@ -109,7 +109,8 @@ def prepare_request(
 
     Tool calls left unanswered before a later user or assistant message (a run cancelled in its tool loop,
     continued with ``[*messages, user("…")]``) are answered ``interrupted`` right before that message, as
-    `Conversation` answers them (DESIGN §4); the request's ``messages`` hold those results, its hash does not.
+    `Conversation` answers them (docs/architecture.md#how-a-turn-runs); the request's ``messages`` hold those results,
+    its hash does not.
 
     Raises:
         UserError: for a missing prompt, a bad model, tool, context document or setting.
@@ -342,7 +343,7 @@ def _messages(messages: Iterable[Message | Mapping[str, Any]] | MessageList | No
         raise UserError("messages must be a list of messages (use prompt= for a single text)")
     items = list(messages)
     if not all(isinstance(item, _MESSAGE_KINDS) for item in items):
-        # Chat-message dicts ({"role": "user", "content": "…"}), as the seeds' callers write them.
+        # Chat-message dicts ({"role": "user", "content": "…"}), as callers of chat APIs write them.
         return MessageList.from_dict([_as_dict(item) for item in items])
     return MessageList(items)  # type: ignore[arg-type]
 

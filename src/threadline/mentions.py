@@ -1,4 +1,4 @@
-"""The objects a conversation's user messages mention (DESIGN §3, dynamic tools), and the tools made from them.
+"""The objects a conversation's user messages mention (docs/architecture.md#tools), and the tools made from them.
 
 A `UserMessage` may carry ``Attachment(kind="mention", ref=…, object=…)``; the tools of every object mentioned so
 far are offered from then on. The log keeps only the ``ref``: after a reload, `Conversation.attach` binds the live

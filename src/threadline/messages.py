@@ -264,7 +264,8 @@ class Reasoning(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     Reasoning models think before they answer, and some providers refuse a tool loop whose earlier turns do not
     carry that thinking back verbatim (Anthropic's signed ``thinking`` blocks, the Responses API's encrypted
     ``reasoning`` items). The log keeps every piece; each provider's translation decides what it may send (see
-    DESIGN §12): signed or encrypted reasoning only to the family that produced it, plain text to none by default.
+    docs/architecture.md#reasoning-replay): signed or encrypted reasoning only to the family that produced it, plain
+    text to none by default.
 
     Attributes:
         text: The visible thinking, or a summary of it (``""`` when the provider shows none).

@@ -6,7 +6,7 @@
     inputs.set({"messages": [*state.get().messages, user("And now?")]})   # continue: a new hash, a new run
 
 ``inputs`` holds a dict of ``generate_text`` keyword arguments; they are merged over the fixed ones given to
-`reactive_generate_text` (the cell wins). The rules (DESIGN §6):
+`reactive_generate_text` (the cell wins). The rules (docs/architecture.md#generate_text-and-reactivity):
 
 - it starts by itself, at once;
 - a change of ``inputs`` starts a run only when the `request_hash` changes (setting equal inputs does nothing);

@@ -1,5 +1,5 @@
-"""System messages the caller put in the log are log content (DESIGN §1): the window keeps the log's opening
-instructions whatever it trims, and a system message recorded between a tool call and its result never costs the
+"""System messages the caller put in the log are log content (docs/file-format.md#system): the window keeps the log's
+opening instructions whatever it trims, and a system message recorded between a tool call and its result never costs the
 model the real result (issue 8, item 16)."""
 
 from __future__ import annotations

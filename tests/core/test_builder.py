@@ -1,4 +1,5 @@
-"""`PromptBuilder` and `threadline.llm` (DESIGN §4): immutability, deltas, execution methods, settings."""
+"""`PromptBuilder` and `threadline.llm` (docs/architecture.md#conversations-and-the-builder): immutability, deltas,
+execution methods, settings."""
 
 from __future__ import annotations
 

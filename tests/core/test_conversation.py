@@ -1,4 +1,5 @@
-"""`Conversation`: owning the log, continuing it, saving and restoring it, surviving a crash mid-turn (DESIGN §4)."""
+"""`Conversation`: owning the log, continuing it, saving and restoring it, surviving a crash mid-turn
+(docs/architecture.md#conversations-and-the-builder)."""
 
 from __future__ import annotations
 

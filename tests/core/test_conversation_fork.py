@@ -1,5 +1,5 @@
 """`Conversation.fork(at=…)`: continue a copy of a log from any message, with or without a store, and leave the
-original alone (DESIGN §8, Fork)."""
+original alone (docs/architecture.md#conversations-and-the-builder)."""
 
 from __future__ import annotations
 

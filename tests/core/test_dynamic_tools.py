@@ -1,5 +1,5 @@
 """Tools chosen per request: dynamic providers, objects mentioned in user messages, re-binding after a reload,
-and real names everywhere the user looks (DESIGN §3)."""
+and real names everywhere the user looks (docs/architecture.md#tools)."""
 
 from __future__ import annotations
 

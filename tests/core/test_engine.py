@@ -1,5 +1,6 @@
-"""The turn engine (DESIGN §4): streaming, tool rounds, concurrency, round limits, tool_choice, persistence
-points, failures and the repair of calls a crash left unanswered. Every scenario ends with a valid log."""
+"""The turn engine (docs/architecture.md#how-a-turn-runs): streaming, tool rounds, concurrency, round limits,
+tool_choice, persistence points, failures and the repair of calls a crash left unanswered. Every scenario ends with a
+valid log."""
 
 from __future__ import annotations
 

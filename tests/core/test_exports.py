@@ -1,4 +1,4 @@
-"""The public names of DESIGN.md exist at the package root and `__all__` is truthful."""
+"""The public names (docs/architecture.md#public-names) exist at the package root and `__all__` is truthful."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`import threadline` stays light: no HTTP client, model runtime, driver, CLI/web library or SDK (DESIGN §2)."""
+"""`import threadline` stays light: no HTTP client, model runtime, driver, CLI/web library or SDK
+(docs/architecture.md#import-weight)."""
 
 from __future__ import annotations
 

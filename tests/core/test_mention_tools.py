@@ -1,7 +1,7 @@
-"""An @-mentioned object offers the methods that can be described to a model and leaves out the others (DESIGN §3,
-dynamic tools). Before, one method with ``*args`` or a ``Callable`` argument — or mentioning a `pathlib.Path` —
-made every later turn of the conversation raise `UserError` before the model was called, for good, since the
-mention stays in the log. A mentioned `Tool` or `Toolset` offers its own tools."""
+"""An @-mentioned object offers the methods that can be described to a model and leaves out the others (dynamic tools:
+docs/architecture.md#tools). Before, one method with ``*args`` or a ``Callable`` argument — or mentioning a
+`pathlib.Path` — made every later turn of the conversation raise `UserError` before the model was called, for good,
+since the mention stays in the log. A mentioned `Tool` or `Toolset` offers its own tools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The log's message kinds, their constructors and metadata, `MessageList` and its protocol check (DESIGN §1)."""
+"""The log's message kinds, their constructors and metadata, `MessageList` and its protocol check
+(docs/file-format.md#message-kinds)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The sync and async entry points drive the same engine and produce the same log (STYLE: parity test)."""
+"""The sync and async entry points drive the same engine and produce the same log
+(docs/architecture.md#sync-and-async)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Reasoning in the log (DESIGN §12): `Reasoning` on assistant messages, file format 2.1, the engine keeping what a
-model thought (and what a failed call had thought, unsigned), ``on_reasoning``, the builder's ``.reasoning()``, the
-context budget and the request hash."""
+"""Reasoning in the log (docs/file-format.md#reasoning): `Reasoning` on assistant messages, file format 2.1, the engine
+keeping what a model thought (and what a failed call had thought, unsigned), ``on_reasoning``, the builder's
+``.reasoning()``, the context budget and the request hash."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`ScriptedModel` (DESIGN §2): plays back str / AssistantMessage / exception / callable, records every request."""
+"""`ScriptedModel` (docs/architecture.md#models): plays back str / AssistantMessage / exception / callable, records
+every request."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The log's file format (version 2.0), the fluent_llm 1.0 and OpenAI-list readers, and their errors (DESIGN §1)."""
+"""The log's file format (version 2.0), the fluent_llm 1.0 and OpenAI-list readers, and their errors
+(docs/file-format.md)."""
 
 from __future__ import annotations
 

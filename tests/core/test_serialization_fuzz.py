@@ -1,8 +1,9 @@
-"""Property-based tests of the readers: any input gives a whole log or `MessageListDeserializationError` (DESIGN §11).
+"""Property-based tests of the readers: any input gives a whole log or `MessageListDeserializationError`
+(docs/failure-rules.md#bad-input).
 
 Inputs: random JSON values, random text and bytes, truncations of real documents of every format, and real
 documents with one field replaced by a random value; and hostile values put into real documents of every format
-(2.0, fluent_llm 1.0, an OpenAI list, the seed-001 files layout): lone surrogates (as characters and as ``\ud800``
+(2.0, fluent_llm 1.0, an OpenAI list, the JSON-file layout): lone surrogates (as characters and as ``\ud800``
 escapes), values nested far too deeply, and odd timestamps. A log a reader returns can always be written and read
 back; one made from a valid document with hostile values put in still validates.
 """
@@ -390,7 +391,7 @@ def test_odd_timestamps_in_version_2(data: st.DataObject, stamp: Any) -> None:
     read_json(json.dumps(document), valid=True)
 
 
-# -- the seed-001 files layout ---------------------------------------------------------------------------------------
+# -- the JSON-file layout --------------------------------------------------------------------------------------------
 LAYOUT_MESSAGES = [
     {"id": "m1", "role": "system", "content": "You plan trips.", "createdAt": "2024-03-01T09:00:00.000Z"},
     {"id": "m2", "role": "user", "content": "Plan Rome", "createdAt": 1709283601000, "partType": "text"},

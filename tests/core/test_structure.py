@@ -1,5 +1,5 @@
-"""The layout rules a newcomer relies on (STYLE.md): `__all__` says what is public, and no module reaches into another
-module's private names or its objects' private members."""
+"""The layout rules a newcomer relies on (docs/architecture.md#rules-between-rooms): `__all__` says what is public, and
+no module reaches into another module's private names or its objects' private members."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Every way a tool call can go wrong becomes an error result the model sees, and the loop goes on (DESIGN §3, §11).
+"""Every way a tool call can go wrong becomes an error result the model sees, and the loop goes on
+(docs/failure-rules.md#tool-failures).
 
 Each scenario runs a real turn with `ScriptedModel`: the model asks for a bad call, gets the error result in its
 next request, and answers.

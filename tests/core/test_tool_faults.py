@@ -1,8 +1,8 @@
 """Tools that misbehave worse than raising an `Exception` (issue 8, items 12, 13, 15 and 16).
 
-- ``SystemExit`` and other `BaseException`s raised by a tool are error results, as any exception is (DESIGN §3);
-  ``KeyboardInterrupt`` and the cancellation of the turn still stop the turn, and the call left unanswered is
-  answered ``interrupted`` on the next run.
+- ``SystemExit`` and other `BaseException`s raised by a tool are error results, as any exception is
+  (docs/failure-rules.md#tool-failures); ``KeyboardInterrupt`` and the cancellation of the turn still stop the turn, and
+  the call left unanswered is answered ``interrupted`` on the next run.
 - A tool past its timeout: a sync tool cannot be stopped, so the result says it may still be running, its thread
   never keeps the process alive, and hung tools do not use up the threads other tools need; an async tool that
   ignores its cancellation cannot hang the turn.

@@ -1,8 +1,8 @@
-"""A sync tool's result is read on its worker thread, under its timeout (DESIGN §11: a tool that hangs is cut off by
-its timeout): a generator's body, and an iterator inside a returned value, never run on the event loop, so a slow or
-endless one neither blocks the turn's other tools nor escapes the timeout. Once the timeout has passed, the reading
-stops (issue 31): an endless generator is closed, not read on into memory after its turn; an async generator that
-never awaits cannot hold the event loop past its timeout."""
+"""A sync tool's result is read on its worker thread, under its timeout (docs/failure-rules.md#tool-timeouts: a tool
+that hangs is cut off by its timeout): a generator's body, and an iterator inside a returned value, never run on the
+event loop, so a slow or endless one neither blocks the turn's other tools nor escapes the timeout. Once the timeout has
+passed, the reading stops (issue 31): an endless generator is closed, not read on into memory after its turn; an async
+generator that never awaits cannot hold the event loop past its timeout."""
 
 from __future__ import annotations
 

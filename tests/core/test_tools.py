@@ -1,4 +1,4 @@
-"""Tools from functions and objects, toolsets, and the wire-name catalog (DESIGN §3)."""
+"""Tools from functions and objects, toolsets, and the wire-name catalog (docs/architecture.md#tools)."""
 
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ def json_texts(draw: st.DrawFn) -> str | bytes:
 
 @st.composite
 def layouts(draw: st.DrawFn) -> tuple[bytes, bytes]:
-    """The two files of a seed-001 layout (index.json, messages.json), one of them damaged."""
+    """The two files of a JSON-file layout (index.json, messages.json), one of them damaged."""
     messages: Any = copy.deepcopy(LAYOUT_MESSAGES)
     index: Any = copy.deepcopy(LAYOUT_INDEX)
     where = draw(st.sampled_from(["message", "index", "messages-text", "index-text", "anywhere"]))

@@ -1,6 +1,7 @@
-"""A server's tool schema that ``$ref``s an address is never fetched (DESIGN §11: tools never exceed their grant):
-the check of the arguments follows only references inside the schema, and a call past a remote reference goes to
-the server unchecked (or is answered with the problems found before it), at once, with no request made."""
+"""A server's tool schema that ``$ref``s an address is never fetched (docs/failure-rules.md#tool-grants: tools never
+exceed their grant): the check of the arguments follows only references inside the schema, and a call past a remote
+reference goes to the server unchecked (or is answered with the problems found before it), at once, with no request
+made."""
 
 from __future__ import annotations
 

@@ -137,8 +137,8 @@ async def test_streamed_tool_calls_are_assembled_whatever_the_server_repeats_or_
     ]
     assert [r.tool_call_id for r in results] == ["call_first", "call_second"]
     assert not any(isinstance(r, ToolMessage) and r.is_error for r in results)
-    # The two calls run concurrently (DESIGN §3), so their side effects may land in either order; the results are
-    # appended in call order, which the assertion above checks.
+    # The two calls run concurrently (docs/architecture.md#how-a-turn-runs), so their side effects may land in either
+    # order; the results are appended in call order, which the assertion above checks.
     assert sorted(notes.items) == ["buy oat milk today", "call the plumber"]
     assert answer.content == "Both noted."
     conversation.messages.validate()

@@ -1,6 +1,6 @@
-"""Provider faults (DESIGN §11) on both adapters, over real HTTP: each ends in a retry that succeeds or a logged
-failure with the partial output; the user's message is never lost and the log always validates. Retry counts are
-read from the fake server's own request counter."""
+"""Provider faults (docs/failure-rules.md#provider-failures) on both adapters, over real HTTP: each ends in a retry that
+succeeds or a logged failure with the partial output; the user's message is never lost and the log always validates.
+Retry counts are read from the fake server's own request counter."""
 
 from __future__ import annotations
 

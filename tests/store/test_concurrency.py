@@ -1,6 +1,6 @@
-"""Several processes (and threads) appending to one conversation (DESIGN §7, §11): nothing lost or duplicated, each
-writer's own order kept, atomic batches stay together, and every reader sees one order (each snapshot a reader takes
-is a prefix of the final log)."""
+"""Several processes (and threads) appending to one conversation (docs/failure-rules.md#several-writers): nothing lost
+or duplicated, each writer's own order kept, atomic batches stay together, and every reader sees one order (each
+snapshot a reader takes is a prefix of the final log)."""
 
 from __future__ import annotations
 

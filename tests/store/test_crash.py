@@ -1,6 +1,6 @@
-"""Crash safety (DESIGN §11): a process running a tool loop is killed with SIGKILL at each persistence point; the
-stored log then loads, validates, is repaired on the next run (dangling calls answered ``interrupted``), and the
-conversation continues."""
+"""Crash safety (docs/failure-rules.md#crashes): a process running a tool loop is killed with SIGKILL at each
+persistence point; the stored log then loads, validates, is repaired on the next run (dangling calls answered
+``interrupted``), and the conversation continues."""
 
 from __future__ import annotations
 

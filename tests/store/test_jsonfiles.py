@@ -1,6 +1,6 @@
-"""The JSON-file layout of seeds/001 (``conversations/index.json`` + ``conversations/<id>/messages.json``): old files
-import, threadline's own export imports back unchanged, and a malformed layout is refused whole, naming the file,
-position and field."""
+"""The JSON-file layout (docs/file-format.md#the-json-file-layout: ``conversations/index.json`` +
+``conversations/<id>/messages.json``): old files import, threadline's own export imports back unchanged, and a malformed
+layout is refused whole, naming the file, position and field."""
 
 from __future__ import annotations
 

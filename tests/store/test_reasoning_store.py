@@ -1,5 +1,6 @@
-"""Reasoning through every place a log goes (DESIGN §12): SQLite and PostgreSQL, fork (in the store and in
-memory), export/import in both file forms, and the CLI's ``export``/``import``. Its fields come back byte for byte."""
+"""Reasoning through every place a log goes (docs/file-format.md#reasoning): SQLite and PostgreSQL, fork (in the store
+and in memory), export/import in both file forms, and the CLI's ``export``/``import``. Its fields come back byte for
+byte."""
 
 from __future__ import annotations
 

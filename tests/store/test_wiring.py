@@ -1,5 +1,6 @@
-"""The turn engine with a store (DESIGN §4, §7): every message is in the store the moment it exists, a stored
-conversation reloads and continues, the active mode and the title are kept, and attached objects re-bind."""
+"""The turn engine with a store (docs/architecture.md#how-a-message-reaches-the-store): every message is in the store
+the moment it exists, a stored conversation reloads and continues, the active mode and the title are kept, and attached
+objects re-bind."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""`threadline.toolboxes.Pages`: the review loop of seeds/003 (the model sees the code it published and fixes it),
-the size limits, the instructions in the system prefix only while Pages is offered, and the tool-round bound."""
+"""`threadline.toolboxes.Pages`: the review loop (docs/architecture.md#toolboxes) (the model sees the code it published
+and fixes it), the size limits, the instructions in the system prefix only while Pages is offered, and the tool-round
+bound."""
 
 from __future__ import annotations
 

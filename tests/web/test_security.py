@@ -1,5 +1,5 @@
-"""The viewer's guard over real HTTP (DESIGN §11): foreign Host headers, the token (header, cookie from the launch
-URL), same-origin POSTs, and that no refusal or page ever shows the token."""
+"""The viewer's guard over real HTTP (docs/failure-rules.md#viewer): foreign Host headers, the token (header, cookie
+from the launch URL), same-origin POSTs, and that no refusal or page ever shows the token."""
 
 from __future__ import annotations
 

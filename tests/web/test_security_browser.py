@@ -1,6 +1,6 @@
-"""The viewer's security as a browser meets it (DESIGN §11): hostile message text stays text, a generated page's
-script cannot reach the viewer, and requests with a foreign Host, without the token, or posted from another origin
-are refused."""
+"""The viewer's security as a browser meets it (docs/failure-rules.md#viewer): hostile message text stays text, a
+generated page's script cannot reach the viewer, and requests with a foreign Host, without the token, or posted from
+another origin are refused."""
 
 from __future__ import annotations
 

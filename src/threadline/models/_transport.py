@@ -7,8 +7,8 @@ thread) and async code (the caller's loop) shares nothing that could break.
 The pool is httpx's own transport (``httpx.AsyncHTTPTransport``), called directly rather than through an
 ``httpx.AsyncClient``: the client layer (cookie jar, redirects, auth flows, URL merging, event hooks) does nothing
 an API call needs, and measured on loopback it costs about a fifth of a request — more than the whole budget the
-adapters have over hand-written httpx (DESIGN §10). Proxies still come from the environment (``HTTPS_PROXY``,
-``NO_PROXY``…) and certificates from httpx's defaults.
+adapters have over hand-written httpx (docs/contributing.md#performance-targets). Proxies still come from the
+environment (``HTTPS_PROXY``, ``NO_PROXY``…) and certificates from httpx's defaults.
 
 `Endpoint.events` sends one request and yields what the model produced: `TextDelta` events while a stream comes in,
 then one `ModelResponse`. Failures become `ModelError` here and nowhere else:

@@ -6,8 +6,9 @@
   ``ToolCallMessage`` becomes an assistant tool call followed by its tool result).
 - `threadline.serialization.openai_chat`: a bare list of OpenAI chat messages (``role``, ``content``,
   ``tool_calls``, ``tool_call_id``).
-- `threadline.serialization.file_messages`: one message of the JSON-file layout of ``seeds/001`` (a superset of an
-  OpenAI chat message); the files and folders themselves are `threadline.store.jsonfiles`.
+- `threadline.serialization.file_messages`: one message of the JSON-file layout
+  (docs/file-format.md#the-json-file-layout; a superset of an OpenAI chat message); the files and folders themselves are
+  `threadline.store.jsonfiles`.
 - `threadline.serialization.fields`: the checks all readers share (field types, positions, timestamps, JSON text).
 
 Every reader either returns a whole log or raises `MessageListDeserializationError` naming the position and field.

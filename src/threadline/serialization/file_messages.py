@@ -1,4 +1,4 @@
-"""One message in the JSON-file layout of the notes the project grew from (``seeds/001``): a superset of an OpenAI
+"""One message in the JSON-file layout (docs/file-format.md#the-json-file-layout): a superset of an OpenAI
 chat message (``id``, ``role``, ``createdAt``, ``content``, ``tool_calls``, ``tool_call_id``, ``toolName``,
 ``duration``, ``mode``, UI fields, ...). The files and folders of that layout are `threadline.store.jsonfiles`.
 

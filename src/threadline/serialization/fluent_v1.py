@@ -1,4 +1,4 @@
-"""The reader of version ``"1.0"`` of the fluent_llm format (``seeds/004``), converting losslessly.
+"""The reader of version ``"1.0"`` of the fluent_llm format (docs/file-format.md#fluent_llm-10), converting losslessly.
 
 ``TextMessage`` (``role`` and ``text``) becomes a system, user or assistant message; ``AgentMessage`` a system
 message; a ``ToolCallMessage`` (``tool_name``, ``tool_call_id``, ``arguments``, ``result`` or ``error``) becomes an

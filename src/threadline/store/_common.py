@@ -59,7 +59,8 @@ __all__ = [
     "unique_messages",
 ]
 
-# Limits of `Pages.generate_ui` (DESIGN §3); the store refuses anything larger so a page row stays bounded.
+# Limits of `Pages.generate_ui` (docs/architecture.md#toolboxes); the store refuses anything larger so a page row stays
+# bounded.
 PAGE_LIMITS = {"html": 50_000, "css": 20_000, "js": 30_000}
 
 

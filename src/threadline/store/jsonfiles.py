@@ -1,4 +1,4 @@
-"""Import and export of the JSON-file layout of the notes the project grew from (``seeds/001``): its files and
+"""Import and export of the JSON-file layout (docs/file-format.md#the-json-file-layout): its files and
 folders, the ``index.json`` entries, and writing files atomically::
 
     <dir>/conversations/index.json            [{"id", "title", "createdAt", "updatedAt", "activeType", ...}, ...]

@@ -1,9 +1,9 @@
 """The ``Pages`` toolset: ``Pages.generate_ui`` publishes an HTML page and answers with the code it saved.
 
-Returning the code is the point (``seeds/003_…txt``): a model asked to "review what it wrote" from memory repeats the
-mistake it made while writing (a ``showTab`` function defined and never wired to the tabs); given the code back in
-the tool result, it reviews concrete text in a second pass and calls again with fixes before it shares the URL. The
-toolset's instructions, added to the system prompt while it is offered, ask for exactly that review.
+Returning the code is the point (docs/architecture.md#toolboxes): a model asked to "review what it wrote" from memory
+repeats the mistake it made while writing (a ``showTab`` function defined and never wired to the tabs); given the code
+back in the tool result, it reviews concrete text in a second pass and calls again with fixes before it shares the URL.
+The toolset's instructions, added to the system prompt while it is offered, ask for exactly that review.
 
 Pages are saved in a store, under the conversation that made them (`Pages` is bound to each conversation through
 `Toolset.bind`), and served by the web viewer at ``<base URL>/p/<page_id>``. `page_id_of` reads the page id back
@@ -36,7 +36,7 @@ __all__ = [
 
 PAGES_URL_ENV = "THREADLINE_PAGES_URL"
 DEFAULT_PAGES_URL = "http://127.0.0.1:8765"  # the address `threadline serve` binds by default
-# Characters allowed in each part of a page (DESIGN §3); the stores refuse anything larger too.
+# Characters allowed in each part of a page (docs/architecture.md#toolboxes); the stores refuse anything larger too.
 PAGE_LIMITS = {"html": 50_000, "css": 20_000, "js": 30_000}
 
 PAGES_INSTRUCTIONS = """\

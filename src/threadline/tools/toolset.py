@@ -66,7 +66,7 @@ class Toolset(BaseToolset):
         ``getters=True`` public properties become read-only tools ``"<Name>.get_<prop>"``.
 
         Args:
-            obj: The object (the seeds call it a charm).
+            obj: The object (an attached object, sometimes called a charm).
             name: The prefix of the tool names.
             include: Only these member names, if given.
             exclude: Member names never to expose.

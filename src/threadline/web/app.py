@@ -1,6 +1,6 @@
 """The viewer's ASGI app: `create_app(store, model=None, tools=(), token=None)` and its routes.
 
-Routes (DESIGN §8):
+Routes (docs/architecture.md#cli-and-viewer):
 
 - ``GET /`` the conversations, newest first, paged (``?offset=``); ``?q=`` searches titles and message text.
 - ``POST /c`` starts a new conversation (form fields ``text``, ``model``).

@@ -1,4 +1,5 @@
-"""The viewer's guard (DESIGN §11): which requests reach the app at all, and the headers every answer carries.
+"""The viewer's guard (docs/failure-rules.md#viewer): which requests reach the app at all, and the headers every answer
+carries.
 
 - **Host**: a request whose ``Host`` is not one the server was bound to (or ``localhost``) is refused, so a web page
   on another site cannot reach the viewer through DNS rebinding.
