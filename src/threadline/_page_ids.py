@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Iterable
 
-from .messages import Message, ToolMessage
+from .message_types import Message, ToolMessage
 
 __all__ = ["page_id_of", "page_ids"]
 

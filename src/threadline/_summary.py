@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._cache_keys import conversation_cache_prefix
-from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from .message_types import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .models.base import ModelRequest, ModelResponse, ModelSettings, TextDelta
 
 if TYPE_CHECKING:
-    from .messages import MessageList
+    from .message_list import MessageList
     from .models.base import Model
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "summarize", "summary_of_span", "transcript"]

@@ -22,7 +22,7 @@ import msgspec
 
 from ._artifact_names import READ_ARTIFACT, artifact_name, artifact_uri
 from .context_budget import ContextReport, ContextSettings, DroppedMessage
-from .messages import (
+from .message_types import (
     INTERRUPTED_TOOL,
     AssistantMessage,
     Message,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .builder import PromptBuilder
 from .conversation import Conversation
 from .errors import ModelError, UserError
-from .messages import UserMessage
+from .message_types import UserMessage
 from .tools import Tool, ToolArgumentsError, encode_result
 
 if TYPE_CHECKING:

@@ -20,21 +20,12 @@ import msgspec
 
 from ._ids import new_id
 from ._sync import in_event_loop, iterate_sync, run_sync
+from .attachments import Attachment
 from .conversation import Conversation
 from .conversation_config import check_settings
 from .engine import TurnOptions, TurnResult, run_turn
 from .errors import OutputValidationError, UserError
-from .messages import (
-    DEFAULT_META,
-    MODES,
-    AssistantMessage,
-    Attachment,
-    Message,
-    MessageMeta,
-    SystemMessage,
-    assistant,
-    user,
-)
+from .message_types import DEFAULT_META, MODES, AssistantMessage, Message, MessageMeta, SystemMessage, assistant, user
 from .models.base import Model, ResponseFormat
 
 if TYPE_CHECKING:

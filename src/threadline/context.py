@@ -23,11 +23,8 @@ import msgspec
 
 from ._window import select_window
 from .context_budget import ContextReport, ContextSettings, DroppedMessage, estimate_tokens
-from .messages import (
-    Message,
-    MessageList,
-    SystemMessage,
-)
+from .message_list import MessageList
+from .message_types import Message, SystemMessage
 
 if TYPE_CHECKING:
     pass

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .messages import Message
+from .message_types import Message
 
 if TYPE_CHECKING:
     from .models.base import Model

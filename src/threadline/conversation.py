@@ -37,7 +37,8 @@ from .engine import TurnOptions, TurnResult, pending_calls_before, repair_pendin
 from .errors import StoreError, UserError
 from .mentions import Mentions
 from .message_fields import field_problem
-from .messages import MODES, AssistantMessage, Message, MessageList, MessageMeta, ToolMessage, UserMessage
+from .message_list import MessageList
+from .message_types import MODES, AssistantMessage, Message, MessageMeta, ToolMessage, UserMessage
 from .models.base import Model, ModelSettings
 from .tools import ResolvedTools, resolve_tools
 from .turn_lock import TurnHold, TurnLock, append_checks_count

@@ -17,7 +17,7 @@ from .errors import StoreError
 
 if TYPE_CHECKING:
     from .conversation_config import ConversationConfig
-    from .messages import MessageList
+    from .message_list import MessageList
     from .models.base import Model
     from .store.base import Store
     from .tools import ResolvedTools, Tool

@@ -31,13 +31,13 @@ from ._masking import environment_secrets, mask_secrets
 from ._tool_scope import ToolRound
 from .errors import ModelError, UserError
 from .message_fields import counts_ok
-from .messages import (
+from .message_list import MessageList
+from .message_types import (
     DEFAULT_META,
     INTERRUPTED_TOOL,
     AssistantMessage,
     LLMError,
     Message,
-    MessageList,
     Reasoning,
     ToolCall,
     ToolMessage,

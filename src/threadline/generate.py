@@ -33,7 +33,8 @@ from .engine import TurnOptions, TurnResult, run_turn
 from .errors import ModelError, UserError
 from .generate_result import GenerateStep, GenerateTextResult, cache_key, result_from_cache, result_to_cache
 from .hashing import GenerateRequest, hash_request, prepare_request
-from .messages import AssistantMessage, Message, MessageList, ToolMessage, UserMessage
+from .message_list import MessageList
+from .message_types import AssistantMessage, Message, ToolMessage, UserMessage
 from .models.base import Model
 from .store.base import Store
 from .tools import ResolvedTools, Tool

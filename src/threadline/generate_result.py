@@ -16,15 +16,8 @@ from typing import Annotated, Any
 import msgspec
 
 from .errors import ProtocolError
-from .messages import (
-    AssistantMessage,
-    Message,
-    MessageList,
-    ToolMessage,
-    Usage,
-    content_for_model,
-    validate_messages,
-)
+from .message_list import MessageList, validate_messages
+from .message_types import AssistantMessage, Message, ToolMessage, Usage, content_for_model
 from .serialization import dump_dict, typed_decoder
 
 __all__ = [

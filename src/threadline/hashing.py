@@ -28,11 +28,11 @@ import msgspec
 
 from .conversation_config import check_settings
 from .errors import ProtocolError, UserError
-from .messages import (
+from .message_list import MessageList
+from .message_types import (
     INTERRUPTED_TOOL,
     AssistantMessage,
     Message,
-    MessageList,
     SystemMessage,
     ToolCall,
     ToolMessage,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .messages import Message, UserMessage
+from .message_types import Message, UserMessage
 from .tools import BaseToolset, ResolvedTools, Tool, ToolHost, Toolset, describe_exception
 from .tools.toolset import describable_toolset
 

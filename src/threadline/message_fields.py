@@ -16,6 +16,11 @@ reasoning about 3 µs (its arguments are encoded and decoded once to be sure JSO
 
 `value_problem` is the part of the check the readers need (`threadline.serialization`): what a message's declared
 types let through, for messages they have just made from a dict or JSON text.
+
+Its place in the log's one-way order: it is made of the value types (`threadline.message_types`) and nothing above
+them, and is used by the readers and by `threadline.message_list`. It is not one of the readers' shared checks
+(`threadline.serialization.fields`, which are about wire text and import no message type): the engine, the
+conversation and the stores ask it of messages no reader made.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 
 from ._json_values import json_problem
 from .attachments import Attachment
-from .messages import (
+from .message_types import (
     DEFAULT_META,
     MESSAGE_TYPES,
     MODES,

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from .generate_result import GenerateTextResult
-    from .messages import MessageList
+    from .message_list import MessageList
 
 __all__ = ["Cell", "GenerateTextState", "GenerationCell", "reactive_generate_text"]
 

@@ -24,7 +24,7 @@ from .context import RunContext
 from .conversation import Conversation, ConversationConfig
 from .engine import TurnResult, run_turn
 from .errors import StoreError, UserError
-from .messages import AssistantMessage, Message, MessageMeta, SystemMessage, UserMessage
+from .message_types import AssistantMessage, Message, MessageMeta, SystemMessage, UserMessage
 from .tracing import hooks as tracing
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 import msgspec
 
 from .errors import ModelError
-from .messages import AssistantMessage, Message, ToolCall, Usage
+from .message_types import AssistantMessage, Message, ToolCall, Usage
 from .models.base import (
     Model,
     ModelCapabilities,

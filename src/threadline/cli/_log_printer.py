@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..messages import AssistantMessage, Message, ToolMessage, UserMessage
+from ..message_types import AssistantMessage, Message, ToolMessage, UserMessage
 from ._plain_boxes import MIN_WIDTH, PlainBoxes
 from ._render import message_box, panel
 

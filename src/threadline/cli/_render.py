@@ -14,7 +14,7 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
 
-from ..messages import (
+from ..message_types import (
     AssistantMessage,
     Message,
     Reasoning,

@@ -68,7 +68,7 @@ def run_demo(model: Model, out: Path, console: Console, status: Console, store: 
     conversation. The file at ``out`` — and ``store``, when given — hold the whole log when this returns."""
     from .. import llm
     from ..conversation import Conversation
-    from ..messages import MessageList
+    from ..message_list import MessageList
     from ..tools import Toolset
     from ._render import render_message
 

@@ -196,7 +196,7 @@ def check_model(
         CapabilityError: for tools, a forced tool or reasoning the model lacks.
     """
     from ..conversation_config import SETTING_KEYS, check_settings
-    from ..messages import user
+    from ..message_types import user
     from ..models.base import ModelRequest, ModelSettings
     from ..tools import resolve_tools
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from ..context import BuiltContext
-    from ..messages import MessageList
+    from ..message_list import MessageList
     from ..store import ConversationInfo, PageInfo, Store
 
 __all__ = ["logs", "open_cli_store", "store_option"]
@@ -259,7 +259,7 @@ def _read_page(
     """The part of the log to show, its position in the log and the log's length; reads only what it shows where
     the store can (the newest messages, by sequence number). A page never starts on a tool result whose call is on
     the page before: it starts at that call, so each result is shown in the box of its call."""
-    from ..messages import MessageList
+    from ..message_list import MessageList
     from ..store import whole_tool_groups
 
     conversation_id = info.id
@@ -282,7 +282,7 @@ def _read_page(
 
 
 def _owning_call(messages: MessageList, start: int) -> int:
-    from ..messages import AssistantMessage, ToolMessage
+    from ..message_types import AssistantMessage, ToolMessage
 
     index = start
     while 0 < index < len(messages) and isinstance(messages[index], ToolMessage):
@@ -312,7 +312,7 @@ def _next_request(conversation_id: str, store: Store, mode: str | None) -> Built
 
 def _request_text(built: BuiltContext) -> str:
     """Every message of the request, in full, as it would be sent."""
-    from ..messages import AssistantMessage, ToolMessage
+    from ..message_types import AssistantMessage, ToolMessage
 
     lines = [f"\nREQUEST the next turn would send ({len(built.messages)} messages)"]
     for index, message in enumerate(built.messages):
@@ -362,7 +362,7 @@ def _report_text(built: BuiltContext, total: int) -> str:
 
 
 def _context_json(messages: MessageList, built: BuiltContext) -> dict[str, Any]:
-    from ..messages import MessageList
+    from ..message_list import MessageList
 
     report = built.report
     return {

@@ -55,7 +55,7 @@ def export(
             infos = [store.get_conversation(conversation_id)]
         logs = [(info, list(store.load(info.id))) for info in infos]
     if layout == "json":
-        from ..messages import MessageList
+        from ..message_list import MessageList
 
         text = MessageList(logs[0][1]).to_json()
         if output is None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConversationBusy, StoreError
-from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
+from ..message_types import AssistantMessage, Message, ToolCall, ToolMessage
 from ._errors import EXIT_OTHER, CommandError, silence_stdout
 from ._terminal import VisibleStream, visible
 

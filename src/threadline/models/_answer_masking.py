@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from ..messages import Reasoning, ToolCall
+from ..message_types import Reasoning, ToolCall
 from ._reasoning_details import PROVIDER as OPENROUTER
 from .base import ModelResponse, ReasoningDelta
 

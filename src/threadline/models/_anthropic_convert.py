@@ -52,7 +52,7 @@ import msgspec
 
 from ..attachments import Attachment
 from ..errors import ModelError, UserError
-from ..messages import (
+from ..message_types import (
     AssistantMessage,
     Message,
     Reasoning,

@@ -66,7 +66,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CapabilityError, UserError
-from ..messages import AssistantMessage, Reasoning, ToolCall, answer_parts
+from ..message_types import AssistantMessage, Reasoning, ToolCall, answer_parts
 from ._anthropic_schema import uses_final_tool
 from .base import ModelRequest, ReasoningSettings
 from .profiles import ModelProfile

@@ -18,8 +18,9 @@ import msgspec
 
 from .._ids import new_id
 from .._json_values import nested_too_deeply, object_from_text
+from ..attachments import Attachment
 from ..errors import ModelError, UserError
-from ..messages import Attachment, Message, ToolCall, UserMessage
+from ..message_types import Message, ToolCall, UserMessage
 from .base import ModelRequest
 from .tool_catalog import ToolCatalog
 

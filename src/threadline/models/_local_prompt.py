@@ -17,7 +17,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage, content_for_model
+from ..message_types import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    content_for_model,
+)
 from .base import ToolSpec
 
 __all__ = [

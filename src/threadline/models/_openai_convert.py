@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ..errors import CapabilityError, ModelError
-from ..messages import (
+from ..message_types import (
     AssistantMessage,
     Reasoning,
     SystemMessage,

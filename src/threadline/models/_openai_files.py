@@ -14,7 +14,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import UserError
-from ..messages import Message, UserMessage
+from ..message_types import Message, UserMessage
 
 if TYPE_CHECKING:
     from ..attachments import Attachment

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import ModelError
-from ..messages import (
+from ..message_types import (
     AssistantMessage,
     Reasoning,
     SystemMessage,

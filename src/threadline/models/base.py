@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from ..errors import CapabilityError
-from ..messages import Message, Reasoning, ToolCall, Usage, UserMessage
+from ..message_types import Message, Reasoning, ToolCall, Usage, UserMessage
 
 __all__ = [
     "Model",

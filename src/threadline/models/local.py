@@ -30,7 +30,7 @@ from typing import Any
 
 from .._ids import new_id
 from ..errors import ModelError, UserError
-from ..messages import ToolCall, Usage
+from ..message_types import ToolCall, Usage
 from . import _local_grammar as grammars
 from ._local_generate import Generation, Result, encode
 from ._local_prompt import TOOL_CALL_OPEN, LocalPrompt, chat_turns, render_chatml, render_template

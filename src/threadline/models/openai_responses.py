@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import ModelError, UserError
-from ..messages import UserMessage
+from ..message_types import UserMessage
 from ._http_model import HTTPModel
 from ._responses_convert import PROVIDER, ResponsesStream, build_request, parse_response
 from .profiles import openai_profile

@@ -21,12 +21,12 @@ from typing import Any
 import msgspec
 
 from .._ids import new_id
+from ..attachments import Attachment
 from ..errors import MessageListDeserializationError
 from ..message_fields import problem_field, value_problem
-from ..messages import (
+from ..message_types import (
     MODES,
     AssistantMessage,
-    Attachment,
     LLMError,
     Message,
     MessageMeta,

@@ -12,7 +12,7 @@ from typing import Any
 
 from .._json_values import json_problem
 from ..errors import MessageListDeserializationError
-from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
+from ..message_types import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 from .fields import READ_ERRORS, FieldError, kind_name, positioned, required_field, result_text
 
 __all__ = ["read_fluent_v1"]

@@ -27,9 +27,10 @@ import msgspec
 
 from .._json_values import TOO_DEEP, nested_too_deeply
 from .._text import replace_surrogates_in
+from ..attachments import Attachment
 from ..errors import MessageListDeserializationError
 from ..message_fields import MAX_COUNT, problem_field, value_problem
-from ..messages import AssistantMessage, Attachment, Message
+from ..message_types import AssistantMessage, Message
 from .fields import decode_json, kind_name
 from .fluent_v1 import read_fluent_v1
 from .openai_chat import read_openai_chat

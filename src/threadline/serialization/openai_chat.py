@@ -11,17 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..attachments import Attachment
 from ..errors import MessageListDeserializationError
-from ..messages import (
-    AssistantMessage,
-    Attachment,
-    Message,
-    Reasoning,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
-    UserMessage,
-)
+from ..message_types import AssistantMessage, Message, Reasoning, SystemMessage, ToolCall, ToolMessage, UserMessage
 from .fields import READ_ERRORS, kind_name, positioned, required_field
 
 __all__ = ["image_attachment", "read_openai_chat", "wire_tool_call"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._page_ids import page_ids
 from ..errors import MessageListDeserializationError
-from ..messages import Message
+from ..message_types import Message
 from ..serialization import decode_message
 from ._search import conversation_figures, search_text
 

@@ -21,7 +21,7 @@ from .._ids import new_id
 from .._text import replace_surrogates, replace_surrogates_in
 from ..errors import MessageListDeserializationError, StoreError
 from ..message_fields import field_problem
-from ..messages import Message, UserMessage
+from ..message_types import Message, UserMessage
 from ..serialization import decode_message
 from .base import PageInfo, conversation_cache_prefix
 

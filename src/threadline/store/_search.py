@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 
-from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ..message_types import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 
 __all__ = [
     "SEARCH_TEXT_LIMIT",

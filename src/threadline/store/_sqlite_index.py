@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from ..messages import Message
+from ..message_types import Message
 from ..serialization import decode_messages
 from ._common import parse_ts
 from ._search import query_words, search_text, sqlite_query

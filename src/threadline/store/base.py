@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .._cache_keys import conversation_cache_prefix
-from ..messages import Message, MessageList, ToolMessage
+from ..message_list import MessageList
+from ..message_types import Message, ToolMessage
 from ._search import query_words, search_text, words_match
 
 if TYPE_CHECKING:

@@ -27,7 +27,8 @@ from typing import Any
 
 from .._ids import new_id
 from ..errors import MessageListDeserializationError, ProtocolError
-from ..messages import MODES, Message, validate_messages
+from ..message_list import validate_messages
+from ..message_types import MODES, Message
 from ..serialization.fields import FieldError, decode_json, first_field, iso_timestamp, kind_name, parse_timestamp
 from ..serialization.file_messages import message_from_file, message_to_file, messages_from_file_data
 from ._common import now, title_of

@@ -33,7 +33,8 @@ from typing import Any
 from .._ids import new_id
 from .._page_ids import page_ids
 from ..errors import StoreError
-from ..messages import Message, MessageList
+from ..message_list import MessageList
+from ..message_types import Message
 from ..serialization import decode_messages, encode_message
 from ._common import (
     check_metadata,

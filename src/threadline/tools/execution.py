@@ -14,7 +14,7 @@ from .._exception_text import describe_exception, type_name
 from .._json_values import TOO_DEEP, arguments_text_problem
 from .._masking import environment_secrets, mask_secrets
 from .._text import replace_surrogates_in
-from ..messages import ToolCall, ToolMessage
+from ..message_types import ToolCall, ToolMessage
 from .reading import ReadingStopped, holds_iterator, read_async_generator, read_iterators
 from .tool import Tool, ToolArgumentsError
 

@@ -54,7 +54,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from .._exception_text import readable_message, type_name
 from ..errors import ModelError, OutputValidationError, ThreadlineError
-from ..messages import AssistantMessage, Message, ToolCall, ToolMessage
+from ..message_types import AssistantMessage, Message, ToolCall, ToolMessage
 from ..tools import execute_tool_call
 from .content import (
     Secrets,
@@ -69,7 +69,7 @@ from .content import (
 
 if TYPE_CHECKING:
     from ..engine import TurnOptions, TurnResult
-    from ..messages import LLMError, Usage
+    from ..message_types import LLMError, Usage
     from ..models.base import Model, ModelRequest, ModelResponse
     from ..tools import Tool
 

@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from .._masking import mask_secrets, secret_forms
-from ..messages import (
+from ..message_types import (
     AssistantMessage,
     Message,
     Reasoning,

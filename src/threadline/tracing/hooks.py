@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     # Only leaf modules: the engine, the tools and the toolsets import this module (their types are Any here).
     from ..errors import ModelError
-    from ..messages import LLMError, Message, ToolCall, ToolMessage
+    from ..message_types import LLMError, Message, ToolCall, ToolMessage
     from ..models.base import Model, ModelRequest, ModelResponse
 
 __all__ = ["ChatSpan", "Tracer", "TurnSpan", "tracer"]

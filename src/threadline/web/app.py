@@ -39,7 +39,7 @@ from starlette.staticfiles import StaticFiles
 
 from .. import __version__
 from ..errors import StoreError
-from ..messages import MODES, AssistantMessage, Message, ToolMessage, content_for_model
+from ..message_types import MODES, AssistantMessage, Message, ToolMessage, content_for_model
 from ..models import DEFAULT_MODELS, Model, default_model_name
 from ..store import MessagePage, Store, open_store, whole_tool_groups
 from .branches import ForkPoint, compare, fork, fork_point, rename

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..messages import AssistantMessage, Message, ToolMessage, UserMessage
+from ..message_types import AssistantMessage, Message, ToolMessage, UserMessage
 from .state import Viewer, in_thread
 from .timeline import message_snippet
 

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from .._artifact_names import is_artifact_name
-from ..messages import Message, ToolMessage
+from ..message_types import Message, ToolMessage
 from ..store import Store
 from .downloads import content_disposition
 from .render import markup

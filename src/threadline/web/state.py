@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from .. import __version__
-from ..messages import Message
+from ..message_types import Message
 from ..models import Model
 from ..store import MessagePage, Store, whole_tool_groups
 from .live import TurnEvents

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..messages import (
+from ..message_types import (
     AssistantMessage,
     LLMError,
     Message,
