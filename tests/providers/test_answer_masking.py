@@ -1,4 +1,4 @@
-"""The masking of answers in pieces (`threadline.models._answer_masking`), on its own: however a text is split into
+"""The masking of answers in pieces (`threadline.models.http._answer_masking`), on its own: however a text is split into
 deltas, the pieces shown add up to the whole text masked at once, no form of the key can be read from them, and
 nothing is held back that could not be the start of one."""
 
@@ -10,7 +10,7 @@ import random
 import pytest
 
 from threadline._masking import secret_forms
-from threadline.models._answer_masking import MASK, MIN_CUT, Forms, HeldText
+from threadline.models.http._answer_masking import MASK, MIN_CUT, Forms, HeldText
 
 from .key_forms import echoes, readable
 

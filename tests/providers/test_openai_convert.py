@@ -19,7 +19,9 @@ from threadline.messages import (
     UserMessage,
 )
 from threadline.models import ModelRequest, ModelSettings, ResponseFormat, ToolSpec
-from threadline.models._openai_convert import ChatStream, build_request, parse_completion
+from threadline.models.openai._chat_request import build_request
+from threadline.models.openai._chat_response import parse_completion
+from threadline.models.openai._chat_stream import ChatStream
 from threadline.models.profiles import openai_profile
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16

@@ -12,8 +12,10 @@ import pytest
 from threadline import AssistantMessage, Reasoning, ReasoningSettings, ToolCall, ToolMessage, UserError, user
 from threadline.messages import LLMError, MessageList, Usage, answer_parts
 from threadline.models import ModelRequest, ModelSettings
-from threadline.models._openai_convert import ChatStream, build_request, parse_completion
 from threadline.models.base import ReasoningDelta
+from threadline.models.openai._chat_request import build_request
+from threadline.models.openai._chat_response import parse_completion
+from threadline.models.openai._chat_stream import ChatStream
 from threadline.models.profiles import openai_profile, server_options
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -348,7 +350,7 @@ def test_plain_thinking_is_kept_beside_entries_that_carry_no_text() -> None:
 
 
 def test_an_entry_with_lone_surrogates_is_kept_under_the_logs_text_rule() -> None:
-    from threadline.models._reasoning_details import DetailsStream
+    from threadline.models.http._reasoning_details import DetailsStream
 
     stream = DetailsStream()
     odd = {"type": "reasoning.text", "text": "a\ud800", "format": "f\udc80", "index": 0, "x\ud801": ["y\udfff"]}

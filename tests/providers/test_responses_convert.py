@@ -26,8 +26,10 @@ from threadline.messages import (
     answer_parts,
 )
 from threadline.models import ModelRequest, ModelSettings, ReasoningDelta, ReasoningSettings, ResponseFormat, ToolSpec
-from threadline.models._convert_common import IdMap
-from threadline.models._responses_convert import ResponsesContext, ResponsesStream, build_request, parse_response
+from threadline.models.http._convert_common import IdMap
+from threadline.models.openai._responses_request import ResponsesContext, build_request
+from threadline.models.openai._responses_response import parse_response
+from threadline.models.openai._responses_stream import ResponsesStream
 from threadline.models.profiles import ModelProfile, openai_profile
 from threadline.models.tool_catalog import ToolCatalog
 

@@ -78,7 +78,7 @@ async def test_a_retry_after_longer_than_the_limit_fails_at_once_saying_when(pro
 
 
 async def test_a_retry_after_within_the_limit_is_honoured_even_over_a_minute() -> None:
-    from threadline.models._transport import Endpoint
+    from threadline.models.http._transport import Endpoint
 
     endpoint = Endpoint(
         provider="OpenAI",

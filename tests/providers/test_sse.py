@@ -1,4 +1,4 @@
-"""The server-sent-event reader under every streamed answer (`threadline.models._sse`), against the WHATWG
+"""The server-sent-event reader under every streamed answer (`threadline.models.http._sse`), against the WHATWG
 ``text/event-stream`` rules: line ends of each kind and split between chunks, comments, fields without a colon or a
 space, events without data, byte-order marks, characters split between chunks, bytes that are not UTF-8, and a
 stream that ends mid-event. Then the same over real HTTP, through the Anthropic and OpenAI adapters."""
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from threadline import llm
 from threadline.errors import ModelError
 from threadline.messages import AssistantMessage
-from threadline.models._sse import LINE_LIMIT, Event, EventReader
+from threadline.models.http._sse import LINE_LIMIT, Event, EventReader
 
 from .conftest import make_anthropic, make_openai
 from .servers import Answer, Chunks, FakeAnthropic, FakeOpenAI, FakeServer, Recorded

@@ -72,7 +72,8 @@ from ._anthropic_thinking import (
     settle_turns,
     thinking_fields,
 )
-from ._convert_common import (
+from .base import ModelRequest, ModelResponse, ReasoningDelta
+from .http._convert_common import (
     FINAL_TOOL_DESCRIPTION,
     PARAGRAPH_BREAK,
     IdMap,
@@ -87,7 +88,6 @@ from ._convert_common import (
     served_model,
     too_deep_to_read,
 )
-from .base import ModelRequest, ModelResponse, ReasoningDelta
 from .profiles import ModelProfile
 
 __all__ = ["DEFAULT_MAX_TOKENS", "FIRST_TURN", "MessageStream", "build_request", "check_request", "parse_message"]

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ._anthropic_convert import MessageStream, build_request, check_request, parse_message
 from ._anthropic_thinking import check_thinking
-from ._http_model import HTTPModel
+from .http._model import HTTPModel
 from .profiles import anthropic_profile
 
 if TYPE_CHECKING:
-    from ._http_model import Translation
     from .base import ModelRequest
+    from .http._model import Translation
     from .profiles import ModelProfile
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_BASE_URL", "AnthropicModel"]

@@ -2,24 +2,26 @@
 
 Configured by ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``), and by
 ``THREADLINE_OPENAI_SERVER`` for servers that differ from OpenAI's API in what they do with tools (see
-`threadline.models.profiles.server_options`), or per model in code. Translation lives in `_openai_convert`, the
-transport and error mapping in `_transport`, what both HTTP adapters share in `_http_model`; this module only says how
-OpenAI differs.
+`threadline.models.profiles.server_options`), or per model in code. Translation lives in `_chat_request`,
+`_chat_response` and `_chat_stream`, the transport, error mapping and what the HTTP adapters share in
+`threadline.models.http`; this module only says how OpenAI differs.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._http_model import HTTPModel
-from ._openai_convert import ChatStream, build_request, check_effort_with_tools, parse_completion, plan_tools
-from ._openai_files import CHAT_FILES, check_files
-from .profiles import openai_profile
+from ..http._model import HTTPModel
+from ..profiles import openai_profile
+from ._chat_request import build_request, check_effort_with_tools, plan_tools
+from ._chat_response import parse_completion
+from ._chat_stream import ChatStream
+from ._files import CHAT_FILES, check_files
 
 if TYPE_CHECKING:
-    from ._http_model import Translation
-    from .base import ModelRequest
-    from .profiles import ModelProfile
+    from ..base import ModelRequest
+    from ..http._model import Translation
+    from ..profiles import ModelProfile
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIModel"]
 

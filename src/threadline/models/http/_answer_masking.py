@@ -27,9 +27,9 @@ from typing import Any
 
 import msgspec
 
-from ..messages import Reasoning, ToolCall
+from ...messages import Reasoning, ToolCall
+from ..base import ModelResponse, ReasoningDelta
 from ._reasoning_details import PROVIDER as OPENROUTER
-from .base import ModelResponse, ReasoningDelta
 
 __all__ = ["MASK", "MIN_CUT", "AnswerMask", "Forms", "HeldText"]
 

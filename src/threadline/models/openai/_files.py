@@ -13,11 +13,11 @@ from collections.abc import Iterable
 from pathlib import PurePath
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..errors import UserError
-from ..messages import Message, UserMessage
+from ...errors import UserError
+from ...messages import Message, UserMessage
 
 if TYPE_CHECKING:
-    from ..attachments import Attachment
+    from ...attachments import Attachment
 
 __all__ = ["CHAT_FILES", "RESPONSES_FILES", "FileInputs", "check_files", "file_part", "file_problem"]
 

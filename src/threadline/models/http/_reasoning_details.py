@@ -23,8 +23,8 @@ from typing import Any
 
 import msgspec
 
-from .._text import replace_surrogates_in
-from ..messages import AssistantMessage, Reasoning
+from ..._text import replace_surrogates_in
+from ...messages import AssistantMessage, Reasoning
 
 __all__ = ["PROVIDER", "DetailsStream", "detail_pieces", "entry", "piece", "replayed_details"]
 

@@ -68,13 +68,13 @@ if "httpx" not in sys.modules:
 
 import httpx
 
-from .._masking import mask_secrets, secret_forms
-from ..errors import ModelError
-from ..tracing import hooks as tracing
+from ..._masking import mask_secrets, secret_forms
+from ...errors import ModelError
+from ...tracing import hooks as tracing
+from ..base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 from ._answer_masking import AnswerMask, Forms
 from ._deadline import AttemptDeadline
 from ._sse import LINE_LIMIT, read_events
-from .base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 
 __all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]  # the masking is re-exported
 

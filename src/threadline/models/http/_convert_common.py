@@ -1,4 +1,4 @@
-"""Pure helpers shared by the wire translations (`_openai_convert`, `_anthropic_convert`, `_responses_convert`).
+"""Pure helpers shared by the wire translations (`threadline.models.openai`, `threadline.models.anthropic`).
 
 They own what must be the same on every provider: how a log's tool-call ids are made valid for a provider (and
 kept unique in the log when a provider hands back ids it already used), how tool-argument text is parsed, the
@@ -16,12 +16,12 @@ from typing import Any
 
 import msgspec
 
-from .._ids import new_id
-from .._json_values import nested_too_deeply, object_from_text
-from ..errors import ModelError, UserError
-from ..messages import Attachment, Message, ToolCall, UserMessage
-from .base import ModelRequest
-from .tool_catalog import ToolCatalog
+from ..._ids import new_id
+from ..._json_values import nested_too_deeply, object_from_text
+from ...errors import ModelError, UserError
+from ...messages import Attachment, Message, ToolCall, UserMessage
+from ..base import ModelRequest
+from ..tool_catalog import ToolCatalog
 
 __all__ = [
     "FINAL_TOOL",
@@ -213,7 +213,7 @@ class WireContext:
         final_tool: The wire name of the final-result tool, when structured output goes through a tool.
         wire_names: The wire names of every tool offered (the final-result tool included).
         think_tags: Whether a ``<think>…</think>`` block opening the answer's text is thinking (see
-            `threadline.models._think_tags`).
+            `threadline.models.http._think_tags`).
     """
 
     __slots__ = ("catalog", "final_tool", "ids", "think_tags", "wire_names")

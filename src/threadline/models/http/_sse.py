@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterable
 from typing import NamedTuple
 
-from ..errors import ModelError
+from ...errors import ModelError
 
 __all__ = ["LINE_LIMIT", "Event", "EventReader", "read_events"]
 

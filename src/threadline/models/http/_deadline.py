@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ModelError
+from ...errors import ModelError
 
 __all__ = ["AttemptDeadline"]
 

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, ClassVar
 
 import msgspec
 
-from ..errors import UserError
+from ...errors import UserError
+from ..base import Model, ModelCapabilities, ModelEvent, ModelRequest, check_capabilities
+from ..profiles import ModelProfile, server_for_url
 from ._convert_common import check_images, check_tool_choice
 from ._transport import Endpoint, mask_secrets
-from .base import Model, ModelCapabilities, ModelEvent, ModelRequest, check_capabilities
-from .profiles import ModelProfile, server_for_url
 
 if TYPE_CHECKING:  # only annotations use it: building the alias at import time would cost for nothing
     from collections.abc import Callable
     from typing import Any, TypeAlias
 
+    from ..base import ModelResponse
     from ._transport import StreamDecoder
-    from .base import ModelResponse
 
     Translation: TypeAlias = tuple[dict[str, Any], Callable[[bytes], ModelResponse], Callable[[], StreamDecoder]]
     """A request translated: the JSON body, how to read a whole answer, and how to make a stream reader."""
