@@ -1,7 +1,7 @@
 """Adaptive thinking in the pure Anthropic translation, without a network: which families get which mode (profile
 flags), the request (``thinking``, ``output_config.effort``, ``max_tokens``, no ``temperature``), the refusals
 before any request, and the replay rules of adaptive mode (every turn back exactly as received, thinking kept on in
-a continuation whose turn has no thinking block). The rules are quoted in `_anthropic_thinking`'s docstring, from
+a continuation whose turn has no thinking block). The rules are quoted in `anthropic._thinking`'s docstring, from
 Anthropic's Thinking and "Troubleshooting thinking" pages."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from threadline.errors import CapabilityError
 from threadline.messages import AssistantMessage, LLMError, Reasoning, ToolCall, ToolMessage, UserMessage
 from threadline.models import ModelRequest, ModelSettings, ResponseFormat, ToolSpec
-from threadline.models._anthropic_convert import build_request
-from threadline.models._anthropic_thinking import check_thinking
+from threadline.models.anthropic._request import build_request
+from threadline.models.anthropic._thinking import check_thinking
 from threadline.models.base import ReasoningSettings
 from threadline.models.profiles import ModelProfile, anthropic_profile
 

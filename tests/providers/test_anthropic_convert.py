@@ -21,7 +21,9 @@ from threadline.messages import (
     UserMessage,
 )
 from threadline.models import ModelRequest, ModelSettings, ResponseFormat, ToolSpec
-from threadline.models._anthropic_convert import FIRST_TURN, MessageStream, build_request, parse_message
+from threadline.models.anthropic._request import FIRST_TURN, build_request
+from threadline.models.anthropic._response import parse_message
+from threadline.models.anthropic._stream import MessageStream
 from threadline.models.profiles import anthropic_profile
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16

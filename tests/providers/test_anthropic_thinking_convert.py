@@ -21,8 +21,10 @@ from threadline.messages import (
     answer_parts,
 )
 from threadline.models import ModelRequest, ModelSettings, ResponseFormat, ToolSpec
-from threadline.models._anthropic_convert import MessageStream, build_request, parse_message
-from threadline.models._anthropic_thinking import check_thinking
+from threadline.models.anthropic._request import build_request
+from threadline.models.anthropic._response import parse_message
+from threadline.models.anthropic._stream import MessageStream
+from threadline.models.anthropic._thinking import check_thinking
 from threadline.models.base import ReasoningDelta, ReasoningSettings
 from threadline.models.profiles import anthropic_profile
 

@@ -1,6 +1,6 @@
 """Claude's thinking on the Messages API: the request rules and the replay of signed blocks (no I/O).
 
-`_anthropic_convert` translates the log; this module holds what thinking adds to it. Each rule comes from
+`_request` translates the log; this module holds what thinking adds to it. Each rule comes from
 Anthropic's thinking documentation (docs.claude.com/en/docs/build-with-claude/thinking, with its "Troubleshooting
 thinking" and "Extended thinking" pages, mirrored as Amazon Bedrock's "Adaptive thinking" page) or from the API's
 own error texts. A family's profile says which of two modes it takes (``ModelProfile.thinking``); the code never
@@ -12,7 +12,7 @@ tests model names.
   the profile's default is sent, within the family's output limit. Only ``tool_choice`` auto or none may go with
   it ("Thinking may not be enabled when tool_choice forces tool use."): a forced tool, and so structured output where
   it goes through the forced final-result tool (a schema Claude's JSON outputs cannot express, see
-  `_anthropic_schema`), is refused with `CapabilityError` before anything is sent.
+  `_schema`), is refused with `CapabilityError` before anything is sent.
 - Adaptive families (Claude Opus 4.6 and Sonnet 4.6, which deprecate the budget, and every later Claude, which
   answers 400 to it: '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and
   "output_config.effort" to control thinking behavior.'): ``thinking: {"type": "adaptive", "display":
@@ -65,11 +65,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import CapabilityError, UserError
-from ..messages import AssistantMessage, Reasoning, ToolCall, answer_parts
-from ._anthropic_schema import uses_final_tool
-from .base import ModelRequest, ReasoningSettings
-from .profiles import ModelProfile
+from ...errors import CapabilityError, UserError
+from ...messages import AssistantMessage, Reasoning, ToolCall, answer_parts
+from ..base import ModelRequest, ReasoningSettings
+from ..profiles import ModelProfile
+from ._schema import uses_final_tool
 
 __all__ = [
     "MIN_BUDGET",

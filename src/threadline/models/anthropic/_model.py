@@ -1,8 +1,8 @@
 """`AnthropicModel`: the Anthropic Messages API.
 
 Configured by ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` (default ``https://api.anthropic.com``), or per model
-in code. Translation lives in `_anthropic_convert`, the transport and error mapping in `_transport`, what both HTTP
-adapters share in `_http_model`; this module only says how Anthropic differs.
+in code. Translation lives in `_request`, `_response` and `_stream`, the transport, error mapping and what the HTTP
+adapters share in `threadline.models.http`; this module only says how Anthropic differs.
 """
 
 from __future__ import annotations
@@ -10,15 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
-from ._anthropic_convert import MessageStream, build_request, check_request, parse_message
-from ._anthropic_thinking import check_thinking
-from .http._model import HTTPModel
-from .profiles import anthropic_profile
+from ..http._model import HTTPModel
+from ..profiles import anthropic_profile
+from ._request import build_request, check_request
+from ._response import parse_message
+from ._stream import MessageStream
+from ._thinking import check_thinking
 
 if TYPE_CHECKING:
-    from .base import ModelRequest
-    from .http._model import Translation
-    from .profiles import ModelProfile
+    from ..base import ModelRequest
+    from ..http._model import Translation
+    from ..profiles import ModelProfile
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_BASE_URL", "AnthropicModel"]
 

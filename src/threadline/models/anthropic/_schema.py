@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .base import ModelRequest
-    from .profiles import ModelProfile
+    from ..base import ModelRequest
+    from ..profiles import ModelProfile
 
 __all__ = ["native_format", "uses_final_tool"]
 
