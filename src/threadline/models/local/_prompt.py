@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage, content_for_model
-from .base import ToolSpec
+from ...messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage, content_for_model
+from ..base import ToolSpec
 
 __all__ = [
     "TOOL_CALL_CLOSE",

@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ModelError, UserError
-from . import _local_grammar as grammars
-from ._local_prompt import TOOL_CALL_OPEN, LocalPrompt, Segment
-from ._local_runtime import LoadedModel
+from ...errors import ModelError, UserError
+from . import _grammar as grammars
+from ._prompt import TOOL_CALL_OPEN, LocalPrompt, Segment
+from ._runtime import LoadedModel
 
 __all__ = ["Generation", "Result", "encode"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelError, UserError
+from ...errors import ModelError, UserError
 
 __all__ = [
     "AMX_ISSUE",

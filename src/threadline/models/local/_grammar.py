@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UserError
-from ._local_prompt import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
-from .base import ToolSpec
+from ...errors import UserError
+from ..base import ToolSpec
+from ._prompt import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 __all__ = [
     "MarkerScanner",
