@@ -33,6 +33,8 @@ then one `ModelResponse`. Failures become `ModelError` here and nowhere else:
   it as the failed turn's content);
 - anything else (400, 404, 413…): at once, with the server's own explanation.
 
+What the headers of a failure say about retrying it, the backoff and the ``Retry-After`` rules are in `_retries`.
+
 Every `ModelError` leaves `Endpoint.events` through one place, `Endpoint._redact`, which masks the configured
 secrets in every form they could take in a text (raw, stripped, JSON- or Python-escaped, URL-encoded, base64) and
 anything shaped like an API key, in the message and in the error type alike: error bodies of HTTP 200 answers
@@ -44,14 +46,11 @@ What the model answers (text and thinking as they stream, tool calls, the whole 
 from __future__ import annotations
 
 import asyncio
-import math
-import random
 import re
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
-from email.utils import parsedate_to_datetime
 from typing import Protocol
 
 if "httpx" not in sys.modules:
@@ -74,6 +73,7 @@ from ...tracing import hooks as tracing
 from ..base import ModelEvent, ModelResponse, ModelSettings, ReasoningDelta, TextDelta
 from ._answer_masking import AnswerMask, Forms
 from ._deadline import AttemptDeadline
+from ._retries import LONGEST_RETRY_AFTER, RetrySignals, backoff_delay, wait_too_long, why_not_retry
 from ._sse import LINE_LIMIT, read_events
 
 __all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]  # the masking is re-exported
@@ -83,11 +83,6 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _DETAIL_LIMIT = 400
 _USER_AGENT = "threadline"
 BODY_LIMIT = LINE_LIMIT  # the most of one answer that is not a stream read into memory (a stream: per line)
-LONGEST_RETRY_AFTER = 86_400.0  # seconds: a server asking for a longer wait fails the call at once, whatever the limit
-# A delay in seconds as a server writes one: digits, perhaps with a fraction (not "1e3", "inf", "-1" or "1_000", which
-# Python's float() would read).
-_DELAY = re.compile(r"[0-9]+(?:\.[0-9]+)?")
-_FOREVER = 1e30  # seconds: what digits past a float's range say
 
 
 class StreamDecoder(Protocol):
@@ -304,10 +299,10 @@ class Endpoint:
                 now = time.monotonic()
                 if deadline is None and self.retry_time_limit is not None:
                     deadline = now + self.retry_time_limit
-                signals = _Signals.read(headers)
-                why_not = _why_not_retry(error, signals, shown or thought, attempt, retries)
+                signals = RetrySignals.read(headers)
+                why_not = why_not_retry(error, signals, shown or thought, attempt, retries)
                 if why_not is None:
-                    delay = self._delay(attempt, signals.retry_after)
+                    delay = backoff_delay(attempt, signals.retry_after, self.retry_base_delay, self.retry_max_delay)
                     too_long = signals.retry_after is not None and signals.retry_after > LONGEST_RETRY_AFTER
                     if not too_long and (deadline is None or now + delay <= deadline):
                         if tracing.tracer is not None:
@@ -317,7 +312,9 @@ class Endpoint:
                         continue
                     if signals.retry_after is not None:
                         left = None if deadline is None else deadline - now
-                        raise self._redact(self._wait_too_long(error, signals.retry_after, left)) from None
+                        raise self._redact(
+                            wait_too_long(error, signals.retry_after, left, self.retry_time_limit)
+                        ) from None
                     why_not = f"the retry time limit of {self.retry_time_limit:g} s was reached"
                 if mask is not None:
                     # No retry follows: what the stream held back goes to the failure's log, masked.
@@ -384,13 +381,6 @@ class Endpoint:
         response.request = request
         return response
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before the next attempt: what the server asked for, else backoff with jitter."""
-        if retry_after is not None:
-            return max(0.0, retry_after)
-        delay = min(self.retry_base_delay * 2.0**attempt, self.retry_max_delay)
-        return delay * (1 - 0.25 * random.random())  # jitter spreads clients that failed together
-
     def _empty_answer(self, result: ModelResponse) -> ModelError:
         """The error for an answer with no text and no tool calls, by why the model stopped: its output limit or a
         refusal fail at once (the same request would end the same way); anything else may be a glitch, retried."""
@@ -410,28 +400,6 @@ class Endpoint:
             )
         return ModelError(
             f"{self.provider} returned an empty answer (no text, no tool calls)", type="empty_response", retryable=True
-        )
-
-    def _wait_too_long(self, error: ModelError, retry_after: float, left: float | None) -> ModelError:
-        """The error for a ``Retry-After`` longer than the call may still wait (``left``: what is left of the retry
-        time limit; None: no limit) or than `LONGEST_RETRY_AFTER`: fail now, say when to retry."""
-        if retry_after > LONGEST_RETRY_AFTER:
-            return ModelError(
-                f"{error.message}. The server asked to wait more than a day before retrying; this call waits at most"
-                f" {_duration(LONGEST_RETRY_AFTER)}: try again later",
-                type=error.type,
-                status=error.status,
-                retryable=True,
-            )
-        at = time.strftime("%H:%M:%S", time.gmtime(time.time() + retry_after))
-        limit = f"{self.retry_time_limit:g} s" if self.retry_time_limit is not None else "none"
-        return ModelError(
-            f"{error.message}. The server asked to wait {_duration(retry_after)} before retrying (until {at} UTC),"
-            f" longer than this call may still wait ({_duration(max(0.0, left or 0.0))} of its retry time limit of"
-            f" {limit}): try again after {at} UTC",
-            type=error.type,
-            status=error.status,
-            retryable=True,
         )
 
     def _redact(self, error: ModelError) -> ModelError:
@@ -530,29 +498,6 @@ def _start_closing(pool: httpx.AsyncHTTPTransport) -> None:
 _closing: set[asyncio.Future[None]] = set()  # keeps closing tasks alive until they finish
 
 
-class _Signals:
-    """What a failed answer's headers say about retrying it."""
-
-    __slots__ = ("attempted_upstream", "retry_after", "should_retry")
-
-    def __init__(self, retry_after: float | None, should_retry: bool | None, attempted_upstream: int) -> None:
-        self.retry_after = retry_after
-        self.should_retry = should_retry
-        self.attempted_upstream = attempted_upstream
-
-    @classmethod
-    def read(cls, headers: httpx.Headers | None) -> _Signals:
-        if headers is None:
-            return cls(None, None, 0)
-        flag = (headers.get("x-should-retry") or "").strip().lower()
-        should = True if flag == "true" else False if flag == "false" else None
-        try:
-            attempted = int(headers.get("x-litellm-attempted-retries") or 0)
-        except ValueError:
-            attempted = 0
-        return cls(_retry_after(headers), should, attempted)
-
-
 async def _read_body(response: httpx.Response) -> bytes:
     """The whole body of an answer that is not a stream.
 
@@ -572,20 +517,6 @@ async def _read_body(response: httpx.Response) -> bytes:
     return b"".join(parts)
 
 
-def _why_not_retry(error: ModelError, signals: _Signals, shown: object, attempt: int, retries: int) -> str | None:
-    """Why a failed attempt is not retried (None: it is), when the reason is worth telling the user (``shown``:
-    whether text or thinking was shown already)."""
-    if shown or attempt >= retries:
-        return ""  # text already shown cannot be taken back; the retries allowed are used up
-    if signals.should_retry is False:
-        return "the server said not to retry (x-should-retry: false)" if error.retryable else ""
-    if signals.attempted_upstream > 0 and error.retryable:
-        return f"the proxy in front already retried {signals.attempted_upstream} times"
-    if not (error.retryable or signals.should_retry):
-        return ""
-    return None
-
-
 def _reasoning_deltas(result: ModelResponse) -> list[ReasoningDelta]:
     """An answer's reasoning as deltas, one per piece with text."""
     return [
@@ -593,14 +524,6 @@ def _reasoning_deltas(result: ModelResponse) -> list[ReasoningDelta]:
         for part, thinking in enumerate(result.reasoning)
         if thinking.text
     ]
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _proxy_for(url: httpx.URL) -> str | None:
@@ -612,34 +535,3 @@ def _proxy_for(url: httpx.URL) -> str | None:
         return None
     proxies = urllib.request.getproxies()
     return proxies.get(url.scheme) or proxies.get("all")
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds the server asked to wait (``retry-after-ms``, else ``retry-after`` as seconds or an HTTP date), never
-    negative; None when neither says a delay (absent, or a value that is no delay: ``inf``, ``-1``, ``1e20``, words,
-    a date that cannot be read), so the usual backoff applies. A very long delay is returned as it is (at most
-    1e30 s): `LONGEST_RETRY_AFTER` decides what is too long to wait for."""
-    milliseconds = _seconds(headers.get("retry-after-ms"))
-    if milliseconds is not None:
-        return milliseconds / 1000
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    seconds = _seconds(value)
-    return seconds if seconds is not None else _seconds_until(value)
-
-
-def _seconds(value: str | None) -> float | None:
-    """A delay written as digits (see `_DELAY`), else None."""
-    if value is None or not _DELAY.fullmatch(value.strip()):
-        return None
-    return min(float(value), _FOREVER)
-
-
-def _seconds_until(date: str) -> float | None:
-    """Seconds from now until an HTTP date (0 for one past), else None."""
-    try:
-        moment = parsedate_to_datetime(date).timestamp()
-    except (TypeError, ValueError, OverflowError, OSError, IndexError):
-        return None
-    return max(0.0, moment - time.time()) if math.isfinite(moment) else None
