@@ -44,6 +44,11 @@ class AnthropicModel(HTTPModel):
         retry_base_delay: First backoff delay in seconds; doubled for each further retry.
         retry_time_limit: The longest one call keeps retrying, in seconds from its first failure; a server that
             asks to wait longer (``retry-after``) gets a clear error at once. None: no limit.
+        verify: How certificates are checked, as httpx takes it: True (the default CAs, or ``SSL_CERT_FILE``), the
+            path of a CA bundle (a corporate CA), an ``ssl.SSLContext``, or False (no check).
+        transport: An ``httpx.AsyncBaseTransport`` of your own that every request goes through (a proxy's,
+            ``httpx.AsyncHTTPTransport(proxy=…)``, or an in-process test double such as ``httpx.MockTransport``);
+            it replaces the pooled connections and is yours to close.
     """
 
     _class_name = "AnthropicModel"

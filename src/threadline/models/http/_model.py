@@ -22,13 +22,17 @@ from ...errors import UserError
 from ..base import Model, ModelCapabilities, ModelEvent, ModelRequest, check_capabilities
 from ..profiles import ModelProfile, server_for_url
 from ._convert_common import check_images, check_tool_choice
+from ._tls import ssl_verify
 from ._transport import Endpoint, mask_secrets
 
 if TYPE_CHECKING:  # only annotations use it: building the alias at import time would cost for nothing
     from collections.abc import Callable
     from typing import Any, TypeAlias
 
+    import httpx
+
     from ..base import ModelResponse
+    from ._tls import Verify
     from ._transport import StreamDecoder
 
     Translation: TypeAlias = tuple[dict[str, Any], Callable[[bytes], ModelResponse], Callable[[], StreamDecoder]]
@@ -89,6 +93,8 @@ class HTTPModel(Model):
         retry_base_delay: float = 0.5,
         retry_time_limit: float | None = 60.0,
         server: str | Mapping[str, Any] | None = None,
+        verify: Verify = True,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         cls = self._class_name
         if not isinstance(model_name, str) or not model_name.strip():
@@ -99,6 +105,10 @@ class HTTPModel(Model):
         self.name = f"{self._prefix}:{self.model_id}"
         if server is not None and self._server_env is None:
             raise UserError(f"{cls} takes no server= option: only one server speaks its API")
+        if transport is not None and verify is not True:
+            raise UserError(
+                f"{cls} takes verify= or transport=, not both: a transport of your own verifies as it is made"
+            )
         self.base_url = (base_url or os.environ.get(self._url_env) or self._default_base_url).rstrip("/")
         if server is None and self._server_env is not None:
             # Named in the environment, or known by the base URL's host (OpenRouter).
@@ -143,6 +153,8 @@ class HTTPModel(Model):
             max_retries=max_retries,
             retry_base_delay=retry_base_delay,
             retry_time_limit=retry_time_limit,
+            verify=ssl_verify(verify, cls),
+            transport=transport,
         )
 
     @abstractmethod

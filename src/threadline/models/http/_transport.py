@@ -8,7 +8,10 @@ The pool is httpx's own transport (``httpx.AsyncHTTPTransport``), called directl
 ``httpx.AsyncClient``: the client layer (cookie jar, redirects, auth flows, URL merging, event hooks) does nothing
 an API call needs, and measured on loopback it costs about a fifth of a request — more than the whole budget the
 adapters have over hand-written httpx (DESIGN §10). Proxies still come from the environment (``HTTPS_PROXY``,
-``NO_PROXY``…) and certificates from httpx's defaults.
+``NO_PROXY``…) and certificates from httpx's defaults (``SSL_CERT_FILE`` included) unless ``verify=`` says otherwise
+(a corporate CA's bundle, see `_tls`). A caller's own ``transport=`` (any ``httpx.AsyncBaseTransport``: a proxy's, an
+in-process test double) replaces the pools: every request goes through it, on every loop, and it is the caller's to
+close.
 
 `Endpoint.events` sends one request and yields what the model produced: `TextDelta` events while a stream comes in,
 then one `ModelResponse`. Failures become `ModelError` here and nowhere else:
@@ -51,7 +54,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if "httpx" not in sys.modules:
     # httpx's __init__ imports its own command-line client when click, rich and pygments are installed (they are,
@@ -75,6 +78,10 @@ from ._answer_masking import AnswerMask, Forms
 from ._deadline import AttemptDeadline
 from ._retries import LONGEST_RETRY_AFTER, RetrySignals, backoff_delay, wait_too_long, why_not_retry
 from ._sse import LINE_LIMIT, read_events
+from ._tls import certificate_refused
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]  # the masking is re-exported
 
@@ -110,6 +117,8 @@ class Endpoint:
         retry_max_delay: The longest backoff delay in seconds.
         retry_time_limit: The longest one call keeps retrying, in seconds from its first failure (waits and
             further attempts together); None for no limit.
+        verify: How the pools verify certificates: True (httpx's defaults), False, or an ``ssl.SSLContext``.
+        transport: The caller's own transport, used in place of the pools (never closed here).
     """
 
     def __init__(
@@ -125,6 +134,8 @@ class Endpoint:
         retry_base_delay: float,
         retry_max_delay: float = 20.0,
         retry_time_limit: float | None = 60.0,
+        verify: bool | ssl.SSLContext = True,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.provider = provider
         self.url = url
@@ -141,6 +152,8 @@ class Endpoint:
         self._request_headers = httpx.Headers(
             {"User-Agent": _USER_AGENT, "Accept-Encoding": "gzip, deflate", **headers}
         )
+        self._verify = verify
+        self._transport = transport
         self._pools: dict[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport] = {}
         self._last: tuple[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport] | None = None
 
@@ -148,8 +161,10 @@ class Endpoint:
         return f"<Endpoint {self.provider} {mask_secrets(self.url, self._secrets)}>"
 
     # -- pools ----------------------------------------------------------------------------------------------------
-    def pool(self) -> httpx.AsyncHTTPTransport:
-        """The connection pool of the running event loop (made on first use)."""
+    def pool(self) -> httpx.AsyncBaseTransport:
+        """The connection pool of the running event loop (made on first use), or the caller's own transport."""
+        if self._transport is not None:
+            return self._transport
         loop = asyncio.get_running_loop()
         last = self._last
         if last is not None and last[0] is loop:
@@ -161,6 +176,7 @@ class Endpoint:
             pool = httpx.AsyncHTTPTransport(
                 limits=httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=60.0),
                 proxy=_proxy_for(self._url),
+                verify=self._verify,
             )
             self._pools[loop] = pool
         self._last = (loop, pool)
@@ -367,7 +383,7 @@ class Endpoint:
             retryable=True,
         )
 
-    async def _send(self, pool: httpx.AsyncHTTPTransport, payload: bytes, wait: float) -> httpx.Response:
+    async def _send(self, pool: httpx.AsyncBaseTransport, payload: bytes, wait: float) -> httpx.Response:
         # The transport is called directly: the client layer above it (cookies, redirects, auth flows, URL
         # merging, event hooks) serves nothing here and costs about a fifth of a loopback request.
         request = httpx.Request(
@@ -480,6 +496,13 @@ class Endpoint:
         if isinstance(exc, httpx.TimeoutException):
             return ModelError(
                 f"{where} did not answer within {timeout:g} s ({type(exc).__name__})", type="timeout", retryable=True
+            )
+        if isinstance(exc, httpx.ConnectError) and certificate_refused(exc):
+            # Retrying cannot help: the same certificate comes back. No key is in the text (masked all the same).
+            return ModelError(
+                f"could not verify the TLS certificate of {where}: {reason}. For a server whose certificate comes from"
+                " your own certificate authority, pass verify= the path of its CA bundle (or an ssl.SSLContext)",
+                type="connection",
             )
         if isinstance(exc, httpx.ConnectError):
             return ModelError(f"could not connect to {where}: {reason}", type="connection", retryable=True)

@@ -48,6 +48,11 @@ class OpenAIModel(HTTPModel):
         server: What the server does about tools, when it differs from OpenAI's API: a preset name
             (``"llama-cpp-python"``), ``key=value`` options, or both (see
             `threadline.models.profiles.server_options`); default ``THREADLINE_OPENAI_SERVER``.
+        verify: How certificates are checked, as httpx takes it: True (the default CAs, or ``SSL_CERT_FILE``), the
+            path of a CA bundle (a corporate CA), an ``ssl.SSLContext``, or False (no check).
+        transport: An ``httpx.AsyncBaseTransport`` of your own that every request goes through (a proxy's,
+            ``httpx.AsyncHTTPTransport(proxy=…)``, or an in-process test double such as ``httpx.MockTransport``);
+            it replaces the pooled connections and is yours to close.
     """
 
     _class_name = "OpenAIModel"

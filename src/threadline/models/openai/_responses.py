@@ -31,8 +31,11 @@ from ._responses_response import parse_response
 from ._responses_stream import ResponsesStream
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..base import ModelCapabilities, ModelEvent, ModelRequest
     from ..http._model import Translation
+    from ..http._tls import Verify
     from ..profiles import ModelProfile
 
 __all__ = ["DEFAULT_BASE_URL", "SUMMARY_ENV", "OpenAIResponsesModel", "origin_of"]
@@ -111,6 +114,11 @@ class OpenAIResponsesModel(HTTPModel):
             default), ``"concise"``, ``"detailed"``, or None for none (OpenAI refuses summaries to organizations
             that are not verified). Default: ``THREADLINE_OPENAI_REASONING_SUMMARY`` when set (``none`` for
             none), read at each request, else the profile's.
+        verify: How certificates are checked, as httpx takes it: True (the default CAs, or ``SSL_CERT_FILE``), the
+            path of a CA bundle (a corporate CA), an ``ssl.SSLContext``, or False (no check).
+        transport: An ``httpx.AsyncBaseTransport`` of your own that every request goes through (a proxy's,
+            ``httpx.AsyncHTTPTransport(proxy=…)``, or an in-process test double such as ``httpx.MockTransport``);
+            it replaces the pooled connections and is yours to close.
 
     Attributes:
         origin: The server this model's reasoning comes from and goes back to, as in `Reasoning.provider`
@@ -146,6 +154,8 @@ class OpenAIResponsesModel(HTTPModel):
         retry_base_delay: float = 0.5,
         retry_time_limit: float | None = 60.0,
         reasoning_summary: Literal["auto", "concise", "detailed"] | None = _UNSET,
+        verify: Verify = True,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(
             model_name,
@@ -158,6 +168,8 @@ class OpenAIResponsesModel(HTTPModel):
             max_retries=max_retries,
             retry_base_delay=retry_base_delay,
             retry_time_limit=retry_time_limit,
+            verify=verify,
+            transport=transport,
         )
         self.origin = origin_of(self.base_url)
         self._summary_set = reasoning_summary is not _UNSET
