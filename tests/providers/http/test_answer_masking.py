@@ -12,7 +12,7 @@ import pytest
 from threadline._masking import secret_forms
 from threadline.models.http._answer_masking import MASK, MIN_CUT, Forms, HeldText
 
-from .key_forms import echoes, readable
+from ..key_forms import echoes, readable
 
 KEYS = ['hunt3r"SECRET/+=x9Q', "sk-proj-abcDEF0123456789ghiJKL", "sk-ant-api03-" + "Zz9_" * 10, "k" * 12]
 

@@ -28,7 +28,7 @@ from threadline.models.anthropic._thinking import check_thinking
 from threadline.models.base import ReasoningDelta, ReasoningSettings
 from threadline.models.profiles import anthropic_profile
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 SONNET = anthropic_profile("claude-sonnet-4-5")  # default answer 8,192 tokens, output limit 64,000
 OPUS = anthropic_profile("claude-opus-4-1")  # output limit 32,000
 WEATHER = ToolSpec(

@@ -18,7 +18,7 @@ from threadline.models.openai._chat_response import parse_completion
 from threadline.models.openai._chat_stream import ChatStream
 from threadline.models.profiles import openai_profile, server_options
 
-FIXTURES = Path(__file__).with_name("fixtures")
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 ANTHROPIC = Reasoning(text="Signed thought.", signature="c2lnbmF0dXJl", provider="anthropic")
 ANTHROPIC_REDACTED = Reasoning(redacted="b3BhcXVl", provider="anthropic")

@@ -19,8 +19,8 @@ from threadline.errors import ModelError
 from threadline.messages import AssistantMessage
 from threadline.models.http._sse import LINE_LIMIT, Event, EventReader
 
-from .conftest import make_anthropic, make_openai
-from .servers import Answer, Chunks, FakeAnthropic, FakeOpenAI, FakeServer, Recorded
+from ..conftest import make_anthropic, make_openai
+from ..servers import Answer, Chunks, FakeAnthropic, FakeOpenAI, FakeServer, Recorded
 
 BOM = b"\xef\xbb\xbf"
 

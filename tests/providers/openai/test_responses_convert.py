@@ -33,7 +33,7 @@ from threadline.models.openai._responses_stream import ResponsesStream
 from threadline.models.profiles import ModelProfile, openai_profile
 from threadline.models.tool_catalog import ToolCatalog
 
-DOCS = json.loads((Path(__file__).parent / "fixtures" / "responses_openai_docs.json").read_text())
+DOCS = json.loads((Path(__file__).parent.parent / "fixtures" / "responses_openai_docs.json").read_text())
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 WEATHER = ToolSpec(
     name="Weather.get",
