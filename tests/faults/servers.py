@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 
 from threadline import Conversation, llm
-from threadline.models._local_runtime import cpu_has_amx
+from threadline.models.local._runtime import cpu_has_amx
 from threadline.models.openai import OpenAIModel
 
 from ..providers.llama_server import (

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from threadline import AssistantMessage, ModelError, UserError, get_model, llm
-from threadline.models._local_runtime import smollm2_path
 from threadline.models.local import LocalModel
+from threadline.models.local._runtime import smollm2_path
 
 from ..real_models import never_stop
 

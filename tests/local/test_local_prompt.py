@@ -8,10 +8,10 @@ import json
 import pytest
 
 from threadline import AssistantMessage, LLMError, SystemMessage, ToolCall, ToolMessage, UserError, user
-from threadline.models._local_grammar import MarkerScanner, answer_grammar, call_grammar, parse_call
-from threadline.models._local_prompt import chat_turns, render_chatml, tool_call_text
 from threadline.models.base import ModelRequest, ResponseFormat, ToolSpec
 from threadline.models.local import LocalModel
+from threadline.models.local._grammar import MarkerScanner, answer_grammar, call_grammar, parse_call
+from threadline.models.local._prompt import chat_turns, render_chatml, tool_call_text
 
 CONVERT = ToolSpec(
     "Units.celsius_to_fahrenheit",

@@ -14,9 +14,9 @@ import sys
 import pytest
 
 from threadline import AssistantMessage, ModelError, UserError, llm, user
-from threadline.models._local_runtime import cpu_has_amx, load_model
 from threadline.models.base import ModelRequest, ModelSettings, TextDelta
 from threadline.models.local import LocalModel
+from threadline.models.local._runtime import cpu_has_amx, load_model
 
 from ..real_models import end_of_generation_tokens, never_stop
 
@@ -177,7 +177,7 @@ def test_chat_markup_in_messages_cannot_open_a_new_turn(local: LocalModel) -> No
 LOAD_AND_GENERATE = """
 import json, sys, warnings
 warnings.simplefilter("always")
-from threadline.models._local_runtime import load_model, smollm2_path
+from threadline.models.local._runtime import load_model, smollm2_path
 loaded = load_model(smollm2_path())
 print(json.dumps({"use_extra_bufts": bool(loaded.llama.model_params.use_extra_bufts)}), flush=True)
 if sys.argv[1] == "generate":
@@ -252,7 +252,7 @@ def test_forcing_extra_buffers_on_warns_on_a_cpu_with_amx_only() -> None:
 
 
 def test_the_default_follows_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from threadline.models._local_runtime import extra_buffers_off
+    from threadline.models.local._runtime import extra_buffers_off
 
     monkeypatch.delenv("THREADLINE_LLAMA_EXTRA_BUFFERS", raising=False)
     off, why = extra_buffers_off()

@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from threadline.models._local_runtime import AMX_ISSUE, EXTRA_BUFFERS_ENV, cpu_has_amx, smollm2_path
+from threadline.models.local._runtime import AMX_ISSUE, EXTRA_BUFFERS_ENV, cpu_has_amx, smollm2_path
 
 __all__ = [
     "LLAMA_CPP_MODEL",

@@ -216,7 +216,7 @@ async def test_a_proxy_from_the_environment_is_used(openai_server: FakeOpenAI, m
 def test_no_proxy_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     import httpx
 
-    from threadline.models._transport import _proxy_for
+    from threadline.models.http._transport import _proxy_for
 
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
     monkeypatch.delenv("https_proxy", raising=False)

@@ -14,8 +14,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from threadline import OutputValidationError, llm
-from threadline.models._anthropic_schema import native_format
 from threadline.models.anthropic import AnthropicModel
+from threadline.models.anthropic._schema import native_format
 
 from .conftest import make_anthropic
 from .servers import Answer, FakeAnthropic, ToolUse

@@ -392,7 +392,7 @@ async def test_a_failed_tool_result_with_no_text_is_sent_saying_it_failed(
     empty content, and the API refuses that with 400 "content cannot be empty if `is_error` is true" on every
     later request of the conversation."""
     from threadline import ToolCall
-    from threadline.models._anthropic_convert import EMPTY_ERROR_RESULT
+    from threadline.models.anthropic._request import EMPTY_ERROR_RESULT
 
     conv = Conversation(config=ConversationConfig(model=claude))
     conv.add(UserMessage(content="Weather in Paris?"))

@@ -149,7 +149,8 @@ def test_a_name_streamed_in_pieces_is_still_put_together() -> None:
 
     from threadline.messages import UserMessage
     from threadline.models import ModelRequest, ToolSpec
-    from threadline.models._openai_convert import ChatStream, build_request
+    from threadline.models.openai._chat_request import build_request
+    from threadline.models.openai._chat_stream import ChatStream
 
     spec = ToolSpec("Notes.add_note", "Add a note.", {"type": "object", "properties": {"text": {"type": "string"}}})
     _, context = build_request(

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from threadline import AssistantMessage, Conversation, MessageList, Reasoning, ToolCall, ToolMessage, user
 from threadline.models import ModelRequest
-from threadline.models._local_prompt import LocalPrompt
 from threadline.models.local import LocalModel
+from threadline.models.local._prompt import LocalPrompt
 from threadline.models.openai import OpenAIModel
 
 from .servers import Answer, FakeOpenAI

@@ -12,7 +12,7 @@ import pytest
 
 from threadline import AssistantMessage, Conversation, ToolMessage, UserMessage, llm
 from threadline.errors import ModelError
-from threadline.models._transport import BODY_LIMIT
+from threadline.models.http._transport import BODY_LIMIT
 
 from .conftest import SECRET, Provider, make_anthropic, make_openai
 from .servers import Answer, Chunks, Close, Cut, Events, FakeAnthropic, FakeOpenAI, Hang, Status, ToolUse, Trickle
@@ -372,11 +372,11 @@ def test_retry_after_forms() -> None:
 
     import httpx
 
-    from threadline.models._transport import _retry_after
+    from threadline.models.http._retries import retry_after
 
-    assert _retry_after(httpx.Headers({"retry-after": "3"})) == 3.0
-    assert _retry_after(httpx.Headers({"retry-after-ms": "250", "retry-after": "3"})) == 0.25
+    assert retry_after(httpx.Headers({"retry-after": "3"})) == 3.0
+    assert retry_after(httpx.Headers({"retry-after-ms": "250", "retry-after": "3"})) == 0.25
     future = email.utils.formatdate(time.time() + 30, usegmt=True)
-    assert 25 <= (_retry_after(httpx.Headers({"retry-after": future})) or 0) <= 31
-    assert _retry_after(httpx.Headers({"retry-after": "soon"})) is None
-    assert _retry_after(httpx.Headers({})) is None
+    assert 25 <= (retry_after(httpx.Headers({"retry-after": future})) or 0) <= 31
+    assert retry_after(httpx.Headers({"retry-after": "soon"})) is None
+    assert retry_after(httpx.Headers({})) is None

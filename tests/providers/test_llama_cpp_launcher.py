@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from threadline.models._local_runtime import cpu_has_amx
+from threadline.models.local._runtime import cpu_has_amx
 
 from .llama_server import (
     LLAMA_CPP_MODEL,

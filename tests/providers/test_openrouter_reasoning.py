@@ -28,10 +28,10 @@ from threadline import (
     user,
 )
 from threadline.conversation_config import ConversationConfig
-from threadline.models._anthropic_convert import build_request as anthropic_request
-from threadline.models._responses_convert import build_request as responses_request
+from threadline.models.anthropic._request import build_request as anthropic_request
 from threadline.models.base import ModelRequest
 from threadline.models.openai import OpenAIModel
+from threadline.models.openai._responses_request import build_request as responses_request
 from threadline.models.profiles import anthropic_profile, openai_profile, server_for_url
 
 from .conftest import SECRET, make_openai

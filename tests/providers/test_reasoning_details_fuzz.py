@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from threadline import AssistantMessage, MessageList, ModelError, user
 from threadline.models import ModelRequest
-from threadline.models._openai_convert import ChatStream, build_request, parse_completion
+from threadline.models.openai._chat_request import build_request
+from threadline.models.openai._chat_response import parse_completion
+from threadline.models.openai._chat_stream import ChatStream
 from threadline.models.profiles import openai_profile
 
 PROFILE = openai_profile("anthropic/claude-sonnet-4.5").with_server("openrouter")

@@ -155,7 +155,7 @@ def test_the_adapter_is_imported_only_when_the_name_is_resolved() -> None:
         "assert 'threadline.models.openai_responses' not in sys.modules and 'httpx' not in sys.modules\n"
         "threadline.get_model('openai-responses:o4-mini')\n"
         "print('threadline.models.openai_responses' in sys.modules)\n"
-        "print('threadline.models._openai_convert' in sys.modules)\n"
+        "print('threadline.models.openai._chat_request' in sys.modules)\n"
     )
     env = {**os.environ, "OPENAI_API_KEY": "sk-test-import-0123456789"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)

@@ -78,21 +78,11 @@ async def test_a_retry_after_longer_than_the_limit_fails_at_once_saying_when(pro
 
 
 async def test_a_retry_after_within_the_limit_is_honoured_even_over_a_minute() -> None:
-    from threadline.models._transport import Endpoint
+    from threadline.models.http._retries import backoff_delay
 
-    endpoint = Endpoint(
-        provider="OpenAI",
-        url="http://127.0.0.1:9/v1/chat/completions",
-        headers={},
-        secrets=(),
-        auth_hint="",
-        timeout=5,
-        max_retries=2,
-        retry_base_delay=0.5,
-        retry_time_limit=300,
-    )
-    assert endpoint._delay(0, 90.0) == 90.0  # once capped at 60 s, and a quick backoff retry took its place
-    assert endpoint._delay(0, None) <= 0.5
+    # once capped at 60 s, and a quick backoff retry took its place
+    assert backoff_delay(0, 90.0, base_delay=0.5, max_delay=20.0) == 90.0
+    assert backoff_delay(0, None, base_delay=0.5, max_delay=20.0) <= 0.5
 
 
 async def test_the_limit_counts_from_the_first_failure_and_a_wait_that_fits_is_made(

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from threadline import Reasoning, llm
-from threadline.models._think_tags import ThinkTags, split_think_tags
+from threadline.models.http._think_tags import ThinkTags, split_think_tags
 from threadline.models.openai import OpenAIModel
 
 from .conftest import make_openai

@@ -7,6 +7,12 @@ resolving ``openai:…`` never imports llama.cpp.
 (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``…) are part of the cache key, as a hash, so a key never sits in the cache
 in the clear. When they change, the next `get_model` makes a model that uses the new values, and the instance it
 replaces has its connection pools closed.
+
+A package adds a provider without threadline changing by declaring an entry point in the group
+``threadline.providers`` (`ENTRY_POINT_GROUP`) named after its prefix, whose object is a factory as
+`register_provider` takes it (the part after the colon -> a `Model`; an ``environment`` attribute on it lists the
+environment variables it reads). The entry points are read only when a name's prefix is not registered already, so
+``import threadline`` and the built-in providers never pay for it.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 
-from ..errors import UserError
+from ..errors import ThreadlineError, UserError
 from .base import (
     Model,
     ModelCapabilities,
@@ -32,6 +38,7 @@ from .base import (
 
 __all__ = [
     "DEFAULT_MODELS",
+    "ENTRY_POINT_GROUP",
     "Model",
     "ModelCapabilities",
     "ModelEvent",
@@ -56,7 +63,11 @@ DEFAULT_MODELS: dict[str, str] = {
     "openai-responses": "openai-responses:o4-mini",
 }
 
+ENTRY_POINT_GROUP = "threadline.providers"
+"""The entry-point group where packages declare providers: ``<prefix> = "package.module:factory"``."""
+
 _factories: dict[str, Callable[[str], Model]] = {}
+_packages: dict[str, str] = {}  # prefix -> the distribution whose entry point made it (for error messages)
 _environment: dict[str, tuple[str, ...]] = {}
 _cache: dict[str, tuple[str, Model]] = {}  # name -> (configuration fingerprint, model)
 _lock = threading.Lock()
@@ -107,6 +118,7 @@ def register_provider(prefix: str, factory: Callable[[str], Model], *, environme
     with _lock:
         _factories[prefix] = factory
         _environment[prefix] = tuple(environment)
+        _packages.pop(prefix, None)  # registered here, not by a package's entry point
         for key in [key for key in _cache if key.partition(":")[0] == prefix]:
             _retire(_cache.pop(key)[1])
 
@@ -147,9 +159,26 @@ def get_model(name: str | Model | None = None) -> Model:
             return cached[1]
         factory = _factories.get(provider)
     if factory is None:
+        factory = _from_entry_point(provider)
+        if factory is not None:  # registered now, with the environment it reads
+            fingerprint = _fingerprint(_environment.get(provider, ()))
+    if factory is None:
         known = ", ".join(sorted(_factories))
-        raise UserError(f"unknown model {name!r}: the provider must be one of {known} (e.g. 'openai:gpt-4o-mini')")
-    model = factory(rest)
+        raise UserError(
+            f"unknown model {name!r}: the provider must be one of {known} (e.g. 'openai:gpt-4o-mini'), or one an"
+            f" installed package declares in the entry-point group {ENTRY_POINT_GROUP!r}"
+        )
+    try:
+        model = factory(rest)
+    except ThreadlineError:
+        raise
+    except Exception as exc:
+        package = _packages.get(provider)
+        if package is None:
+            raise
+        raise UserError(
+            f"the provider {provider!r} of the package {package} failed to make {name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     with _lock:
         cached = _cache.get(name)
         if cached is not None and cached[0] == fingerprint:
@@ -158,6 +187,38 @@ def get_model(name: str | Model | None = None) -> Model:
     if cached is not None:
         _retire(cached[1])
     return model
+
+
+def _from_entry_point(prefix: str) -> Callable[[str], Model] | None:
+    """The factory an installed package declares for ``prefix`` (see `ENTRY_POINT_GROUP`), registered; None when no
+    package declares one.
+
+    Raises:
+        UserError: naming the package, when its entry point cannot be loaded or is not a factory.
+    """
+    if not prefix:
+        return None
+    from importlib.metadata import entry_points  # here: reading the installed packages costs, and only this needs it
+
+    found = list(entry_points(group=ENTRY_POINT_GROUP, name=prefix))
+    if not found:
+        return None
+    point = found[0]
+    package = point.dist.name if point.dist is not None else point.value.partition(":")[0]
+    where = f"the provider {prefix!r} of the package {package} (entry point {point.value!r} in {ENTRY_POINT_GROUP!r})"
+    try:
+        factory: Callable[[str], Model] = point.load()
+    except Exception as exc:
+        raise UserError(f"{where} could not be loaded: {type(exc).__name__}: {exc}") from exc
+    if not callable(factory):
+        raise UserError(f"{where} is not a factory: it must take the model part of the name and return a Model")
+    with _lock:
+        known = _factories.get(prefix)  # another thread loaded it meanwhile
+    if known is not None:
+        return known
+    register_provider(prefix, factory, environment=getattr(factory, "environment", ()))
+    _packages[prefix] = package  # errors of its factory name the package
+    return factory
 
 
 def _fingerprint(names: tuple[str, ...]) -> str:

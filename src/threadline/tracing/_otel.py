@@ -2,7 +2,8 @@
 
 Names and attributes follow OpenTelemetry's GenAI semantic conventions (``gen-ai-spans.md``,
 ``gen-ai-agent-spans.md`` and ``mcp.md`` in open-telemetry/semantic-conventions-genai; attribute names as in
-``opentelemetry.semconv._incubating.attributes.gen_ai_attributes``):
+``opentelemetry.semconv._incubating.attributes.gen_ai_attributes``; the names and the helpers that fill them are in
+`_attributes`):
 
 - a turn is an ``invoke_agent threadline`` span (INTERNAL): ``gen_ai.operation.name=invoke_agent``,
   ``gen_ai.agent.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.conversation.id``, the turn's
@@ -42,18 +43,15 @@ call's spans are current only while the call runs, within one step of the turn.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.trace import Span, SpanKind
 
-from .._exception_text import readable_message, type_name
-from ..errors import ModelError, OutputValidationError, ThreadlineError
+from ..errors import ModelError
 from ..message_types import AssistantMessage, Message, ToolCall, ToolMessage
 from ..tools import execute_tool_call
 from .content import (
@@ -69,51 +67,56 @@ from .content import (
 
 if TYPE_CHECKING:
     from ..engine import TurnOptions, TurnResult
-    from ..message_types import LLMError, Usage
+    from ..message_types import LLMError
     from ..models.base import Model, ModelRequest, ModelResponse
     from ..tools import Tool
 
+
+from ._attributes import (
+    AGENT,
+    AGENT_NAME,
+    API,
+    CONVERSATION_ID,
+    ERROR_TYPE,
+    FINISH_REASONS,
+    HTTP_STATUS,
+    INPUT_MESSAGES,
+    OPERATION,
+    OUTPUT_MESSAGES,
+    OUTPUT_TYPE,
+    PROVIDER,
+    REQUEST_MAX_TOKENS,
+    REQUEST_MODEL,
+    REQUEST_TEMPERATURE,
+    RESPONSE_MODEL,
+    RETRY_EVENT,
+    REUSED,
+    STOP_REASON,
+    TOOL_ARGUMENTS,
+    TOOL_CALL_ID,
+    TOOL_DEFINITIONS,
+    TOOL_DESCRIPTION,
+    TOOL_NAME,
+    TOOL_RESULT,
+    TOOL_TYPE,
+    WORKFLOW,
+    WORKFLOW_NAME,
+    add_content,
+    add_usage,
+    chat_attributes,
+    described,
+    error_text_of,
+    error_type_of,
+    fail_span,
+    log_secrets,
+    model_name_of,
+    provider_of,
+    request_of_turn,
+    server_attributes,
+    stop_reason_of,
+)
+
 __all__ = ["OtelTracer"]
-
-# Attribute names (the GenAI registry; `error.type` and `server.*` are the general registry's).
-OPERATION = "gen_ai.operation.name"
-PROVIDER = "gen_ai.provider.name"
-AGENT_NAME = "gen_ai.agent.name"
-CONVERSATION_ID = "gen_ai.conversation.id"
-REQUEST_MODEL = "gen_ai.request.model"
-REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
-REQUEST_TEMPERATURE = "gen_ai.request.temperature"
-OUTPUT_TYPE = "gen_ai.output.type"
-RESPONSE_MODEL = "gen_ai.response.model"
-FINISH_REASONS = "gen_ai.response.finish_reasons"
-INPUT_TOKENS = "gen_ai.usage.input_tokens"
-OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
-INPUT_MESSAGES = "gen_ai.input.messages"
-OUTPUT_MESSAGES = "gen_ai.output.messages"
-TOOL_DEFINITIONS = "gen_ai.tool.definitions"
-TOOL_NAME = "gen_ai.tool.name"
-TOOL_CALL_ID = "gen_ai.tool.call.id"
-TOOL_TYPE = "gen_ai.tool.type"
-TOOL_DESCRIPTION = "gen_ai.tool.description"
-TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
-TOOL_RESULT = "gen_ai.tool.call.result"
-WORKFLOW_NAME = "gen_ai.workflow.name"
-ERROR_TYPE = "error.type"
-HTTP_STATUS = "http.response.status_code"
-SERVER_ADDRESS = "server.address"
-SERVER_PORT = "server.port"
-API = "threadline.api"
-STOP_REASON = "threadline.turn.stop_reason"
-
-AGENT = "threadline"
-WORKFLOW = "threadline.run"
-RETRY_EVENT = "threadline.retry"
-REUSED = "threadline.answer.reused"  # "cache" or "shared": a generate_text call that made no model call of its own
-INTERRUPTED = "interrupted"
-
-# threadline's provider names that are not the conventions' (gen_ai.provider.name), with the API they name.
-_PROVIDERS = {"openai-responses": ("openai", "responses")}
 
 # The model call and the tool call running in this context (for retries, MCP attributes and the secrets a
 # sub-conversation's turn inherits).
@@ -137,7 +140,7 @@ class OtelTracer:
 
     # -- hooks.Tracer --------------------------------------------------------------------------------------------
     def turn(self, host: Any, model: Model, options: TurnOptions) -> _Turn:
-        provider, api, model_id = _provider(_model_name(model))
+        provider, api, model_id = provider_of(model_name_of(model))
         attributes: dict[str, Any] = {
             OPERATION: "invoke_agent",
             PROVIDER: provider,
@@ -165,7 +168,7 @@ class OtelTracer:
             secrets = Secrets(caller[1].secrets if caller is not None else None)
             log = list(host.messages)
             secrets.add_messages(log)
-            turn_input = _request_of_turn(log)
+            turn_input = request_of_turn(log)
         span = self.tracer.start_span(f"invoke_agent {AGENT}", kind=SpanKind.INTERNAL, attributes=attributes)
         return _Turn(self, span, model, conversation_id, secrets, turn_input)
 
@@ -179,7 +182,7 @@ class OtelTracer:
         error: BaseException | None = None,
     ) -> None:
         # An invoke_agent span with no model call under it: the caller's time, and where its answer came from.
-        provider, api, model_id = _provider(model_name)
+        provider, api, model_id = provider_of(model_name)
         attributes: dict[str, Any] = {
             OPERATION: "invoke_agent",
             PROVIDER: provider,
@@ -196,7 +199,7 @@ class OtelTracer:
             f"invoke_agent {AGENT}", kind=SpanKind.INTERNAL, attributes=attributes, start_time=started_ns
         )
         if error is not None:
-            _fail(span, _error_type(error), None)  # the call that ran it holds the failure and its text
+            fail_span(span, error_type_of(error), None)  # the call that ran it holds the failure and its text
         span.end()
 
     def retry(self, attempt: int, error: ModelError, delay: float) -> None:
@@ -223,7 +226,7 @@ class OtelTracer:
         span.set_attribute("mcp.method.name", "tools/call")
         span.set_attribute("network.transport", transport)
         if url:
-            span.set_attributes(_server(url))
+            span.set_attributes(server_attributes(url))
 
     async def workflow(self, run: Any, steps: AsyncGenerator[Message, None]) -> AsyncGenerator[Message, None]:
         attributes: dict[str, Any] = {
@@ -253,8 +256,8 @@ class OtelTracer:
                 yield message
         except BaseException as exc:
             if not isinstance(exc, GeneratorExit):  # GeneratorExit: the caller stopped reading
-                secrets = _log_secrets(run.conversation) if self.include_content else None
-                _fail(span, _error_type(exc), _error_text(exc, secrets))
+                secrets = log_secrets(run.conversation) if self.include_content else None
+                fail_span(span, error_type_of(exc), error_text_of(exc, secrets))
             raise
         finally:
             if not finished:
@@ -303,12 +306,12 @@ class _Turn:
         self._input = turn_input
         self._model = model
         self._conversation_id = conversation_id
-        self._chat = _chat_attributes(model, conversation_id)
+        self._chat = chat_attributes(model, conversation_id)
 
     def chat(self, model: Model, request: ModelRequest) -> _Chat:
         if model is not self._model:  # a host may hand out another model (never within one turn today)
             self._model = model
-            self._chat = _chat_attributes(model, self._conversation_id)
+            self._chat = chat_attributes(model, self._conversation_id)
         attributes = self._chat
         settings = request.settings
         if settings.max_tokens is not None or settings.temperature is not None or request.response_format is not None:
@@ -340,7 +343,7 @@ class _Turn:
         # Current while the call runs: HTTP client spans of other instrumentations nest under it, and the
         # transport's retries find it.
         token = otel_context.attach(trace.set_span_in_context(span, self._parent))
-        name = _model_name(model)
+        name = model_name_of(model)
         prefix = name[: name.index(":") + 1] if ":" in name else None
         chat = _Chat(self, span, model_id, prefix, token, request, secrets)
         chat.var = _current_chat.set(chat)
@@ -362,7 +365,7 @@ class _Turn:
                 secrets = None
             else:
                 forms = secrets.forms
-                _content(attributes, TOOL_ARGUMENTS, lambda: tool_arguments(call, forms))
+                add_content(attributes, TOOL_ARGUMENTS, lambda: tool_arguments(call, forms))
         span = self._owner.tracer.start_span(
             f"execute_tool {call.name}", context=self._parent, kind=SpanKind.INTERNAL, attributes=attributes
         )
@@ -372,12 +375,12 @@ class _Turn:
         try:
             message = await execute_tool_call(call, tools, default_timeout, on_error=errors.append)
         except BaseException as exc:  # cancellation or Ctrl-C: the call stays unanswered in the log
-            _fail(span, _error_type(exc), None)
+            fail_span(span, error_type_of(exc), None)
             raise
         else:
             if message.is_error:
                 why = scrub(message.content, secrets.forms) if secrets is not None else None
-                _fail(span, errors[0] if errors else "_OTHER", why)
+                fail_span(span, errors[0] if errors else "_OTHER", why)
             elif secrets is not None:
                 span.set_attribute(TOOL_RESULT, scrub(message.content, secrets.forms))
             return message
@@ -388,9 +391,12 @@ class _Turn:
 
     def end(self, result: TurnResult, error: BaseException | None) -> None:
         span = self.span
-        attributes: dict[str, Any] = {STOP_REASON: _stop_reason(result, error), "threadline.turn.rounds": result.rounds}
+        attributes: dict[str, Any] = {
+            STOP_REASON: stop_reason_of(result, error),
+            "threadline.turn.rounds": result.rounds,
+        }
         if self.usage_reported:
-            _usage(attributes, result.usage)
+            add_usage(attributes, result.usage)
         secrets = self.secrets
         if secrets is not None:
             try:
@@ -401,13 +407,13 @@ class _Turn:
             forms = secrets.forms
             turn_input = self._input
             if turn_input is not None:
-                _content(attributes, INPUT_MESSAGES, lambda: input_messages(turn_input, forms))
+                add_content(attributes, INPUT_MESSAGES, lambda: input_messages(turn_input, forms))
             answers = [m for m in result.new_messages if isinstance(m, AssistantMessage)]
             if answers:
-                _content(attributes, OUTPUT_MESSAGES, lambda: answer_messages(answers[-1], forms))
+                add_content(attributes, OUTPUT_MESSAGES, lambda: answer_messages(answers[-1], forms))
         span.set_attributes(attributes)
         if error is not None and not isinstance(error, GeneratorExit):  # GeneratorExit: the caller stopped reading
-            _fail(span, _error_type(error), _error_text(error, secrets.forms if secrets is not None else None))
+            fail_span(span, error_type_of(error), error_text_of(error, secrets.forms if secrets is not None else None))
         span.end()
 
 
@@ -453,7 +459,7 @@ class _Chat:
             attributes[FINISH_REASONS] = (response.stop_reason,)
         if response.usage is not None:
             self._turn.usage_reported = True
-            _usage(attributes, response.usage)
+            add_usage(attributes, response.usage)
         self._messages(attributes, response)
         self.span.set_attributes(attributes)
         self._close()
@@ -464,8 +470,8 @@ class _Chat:
         self.span.set_attributes(attributes)
         secrets = self.secrets
         # The error's text may quote what was sent (vLLM's 400 quotes the message it refused): content.
-        why = scrub(error.message, secrets.forms) if secrets is not None else _described(error.type, status)
-        _fail(self.span, error.type, why)
+        why = scrub(error.message, secrets.forms) if secrets is not None else described(error.type, status)
+        fail_span(self.span, error.type, why)
         self._close()
 
     def _messages(self, attributes: dict[str, Any], response: ModelResponse | None) -> None:
@@ -480,144 +486,11 @@ class _Chat:
             return
         forms = secrets.forms
         request = self._request
-        _content(attributes, INPUT_MESSAGES, lambda: input_messages(request.messages, forms))
+        add_content(attributes, INPUT_MESSAGES, lambda: input_messages(request.messages, forms))
         if response is not None:
-            _content(attributes, OUTPUT_MESSAGES, lambda: output_messages(response, forms))
+            add_content(attributes, OUTPUT_MESSAGES, lambda: output_messages(response, forms))
 
     def _close(self) -> None:
         _current_chat.reset(self.var)
         otel_context.detach(self._token)  # type: ignore[arg-type]
         self.span.end()
-
-
-def _chat_attributes(model: Model, conversation_id: str | None) -> dict[str, Any]:
-    """The attributes every call of ``model`` in a turn starts with."""
-    provider, api, model_id = _provider(_model_name(model))
-    attributes: dict[str, Any] = {OPERATION: "chat", PROVIDER: provider, REQUEST_MODEL: model_id}
-    if api is not None:
-        attributes[API] = api
-    if conversation_id is not None:
-        attributes[CONVERSATION_ID] = conversation_id
-    base_url = getattr(model, "base_url", None)
-    if isinstance(base_url, str):
-        attributes.update(_server(base_url))
-    return attributes
-
-
-def _model_name(model: Model) -> str:
-    """The name a model goes by (``provider:model``), or its class's name when it has none."""
-    return model.name if isinstance(model.name, str) else type(model).__name__
-
-
-def _provider(name: str) -> tuple[str, str | None, str]:
-    """``gen_ai.provider.name``, the API when threadline's provider name says more than that (``threadline.api``)
-    and the model id of a model named ``provider:model`` (or just a name)."""
-    prefix, colon, rest = name.partition(":")
-    if not (colon and prefix and rest):
-        return name, None, name
-    provider, api = _PROVIDERS.get(prefix, (prefix, None))
-    return provider, api, rest
-
-
-def _request_of_turn(messages: Any) -> list[Message]:
-    """The messages a turn answers: those after the log's last assistant message."""
-    tail: list[Message] = []
-    for message in reversed(list(messages)):
-        if isinstance(message, AssistantMessage):
-            break
-        tail.append(message)
-    tail.reverse()
-    return tail
-
-
-def _usage(attributes: dict[str, Any], usage: Usage) -> None:
-    attributes[INPUT_TOKENS] = usage.input_tokens
-    attributes[OUTPUT_TOKENS] = usage.output_tokens
-    if usage.reasoning_tokens:
-        attributes[REASONING_TOKENS] = usage.reasoning_tokens
-
-
-def _server(url: str) -> dict[str, Any]:
-    """``server.address`` and ``server.port`` of a URL (none for one that cannot be read)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return {}
-    if not parts.hostname:
-        return {}
-    if port is None:
-        port = 443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None
-    return {SERVER_ADDRESS: parts.hostname} if port is None else {SERVER_ADDRESS: parts.hostname, SERVER_PORT: port}
-
-
-def _content(attributes: dict[str, Any], name: str, build: Callable[[], Any]) -> None:
-    """Add a content attribute as JSON; one that cannot be built is left out: tracing never fails a turn."""
-    try:
-        attributes[name] = dumps(build())
-    except Exception:
-        pass
-
-
-def _fail(span: Span, error_type: str, description: str | None) -> None:
-    span.set_attribute(ERROR_TYPE, error_type)
-    span.set_status(StatusCode.ERROR, description)
-
-
-def _error_type(error: BaseException) -> str:
-    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
-        return "interrupted"
-    kind = getattr(error, "type", None)  # a ModelError says what kind of failure it was
-    return kind if isinstance(kind, str) and kind else type_name(error)
-
-
-def _error_text(error: BaseException, secrets: tuple[str, ...] | None) -> str | None:
-    """A status description for ``error``: our own errors' texts, scrubbed (with ``secrets`` masked); other
-    exceptions are named by type only.
-
-    ``secrets`` None means no content: a model call's error text, which a server may fill with the request it
-    refused, and a structured output's validation error, which quotes the answer, are then described by their type
-    (and HTTP status) only.
-    """
-    if not isinstance(error, ThreadlineError):
-        return None
-    if secrets is None:
-        if isinstance(error, ModelError):
-            return _described(error.type, error.status)
-        if isinstance(error, OutputValidationError):
-            return type_name(error)
-        secrets = ()
-    # A subclass of ours made elsewhere (a custom model's ModelError) may have a __str__ that raises: tracing never
-    # fails a turn, so its message is read safely.
-    return scrub(readable_message(error), secrets)
-
-
-def _described(error_type: str, status: int | None) -> str:
-    """A failed model call without its text: its type and HTTP status (``bad_request (HTTP 400)``)."""
-    return error_type if status is None else f"{error_type} (HTTP {status})"
-
-
-def _stop_reason(result: TurnResult, error: BaseException | None) -> str:
-    """How the turn ended: its result's stop reason, unless an exception ended it before the engine set one."""
-    if error is None:
-        return result.stop_reason
-    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
-        return INTERRUPTED
-    if result.stop_reason != "end":  # set by the engine: "error" (the model call failed) or "max_tool_rounds"
-        return result.stop_reason
-    # "end" is the result's default; the engine sets it only when the turn ends without an exception. The caller
-    # may stop reading once it has the answer (the turn had ended), or before (it was left unfinished).
-    last = result.new_messages[-1] if result.new_messages else None
-    if isinstance(last, AssistantMessage) and not last.tool_calls and last.error is None:
-        return "end"
-    return INTERRUPTED if isinstance(error, GeneratorExit) else "error"
-
-
-def _log_secrets(conversation: Any) -> tuple[str, ...]:
-    """The secret values in a conversation's log (for a run's error text)."""
-    secrets = Secrets()
-    try:
-        secrets.add_messages(conversation.messages)
-    except Exception:
-        return ()
-    return secrets.forms

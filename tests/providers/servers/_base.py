@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import ssl
 import threading
 import time
 import uuid
@@ -153,6 +154,7 @@ class FakeServer:
         self._thread: threading.Thread | None = None
         self._connections: set[_Connection] = set()
         self.port = 0
+        self.tls: ssl.SSLContext | None = None  # set before start() to serve HTTPS with that context
 
     # -- lifecycle --------------------------------------------------------------------------------------------------
     def start(self) -> FakeServer:
@@ -161,7 +163,7 @@ class FakeServer:
         def run() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop
-            self._server = loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+            self._server = loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self.tls))
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             loop.run_forever()
@@ -201,7 +203,7 @@ class FakeServer:
 
     @property
     def root(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls is not None else 'http'}://127.0.0.1:{self.port}"
 
     # -- script -----------------------------------------------------------------------------------------------------
     def add(self, *items: Any) -> FakeServer:
