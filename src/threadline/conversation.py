@@ -40,7 +40,7 @@ from .message_fields import field_problem
 from .messages import MODES, AssistantMessage, Message, MessageList, MessageMeta, ToolMessage, UserMessage
 from .models.base import Model, ModelSettings
 from .tools import ResolvedTools, resolve_tools
-from .turn_lock import TurnHold, TurnLock, append_checks_count
+from .turn_lock import TurnHold, TurnLock
 
 if TYPE_CHECKING:
     from .builder import PromptBuilder
@@ -267,10 +267,7 @@ class Conversation(ConversationContext):
         store = self.store
         if store is not None:
             self._ensure_stored()
-            if append_checks_count(store):
-                store.append(self.id, (message,), expected_count=self._stored)
-            else:
-                store.append(self.id, (message,))
+            store.append_checked(self.id, (message,), self._stored)
             self._stored += 1
         messages.append(message)
         index.add(message)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .conversation_config import ConversationConfig
     from .store.base import Store
 
-__all__ = ["LockOwner", "TurnHold", "TurnLock", "append_checks_count"]
+__all__ = ["LockOwner", "TurnHold", "TurnLock"]
 
 MaxWait = float | EllipsisType | None
 """Seconds to wait for another turn: ``...`` means the conversation's ``config.busy_timeout``; None, no limit."""
@@ -223,22 +223,3 @@ class TurnHold(Generic[OwnerT]):
     def _leave(self, failed: bool) -> None:
         # Reserved for the next turn: a reservation that succeeded, or one that was there before a block that failed.
         self._lock.leave(keep_reserved=self._reserve and (not failed or self._previous == "armed"))
-
-
-_count_checked: dict[type, bool] = {}
-
-
-def append_checks_count(store: Store) -> bool:
-    """Whether the store's ``append`` takes ``expected_count``, which refuses a write when another writer appended
-    without the lease (stores written before it existed do not take it: they are called without it and rely on the
-    lease alone)."""
-    kind = type(store)
-    known = _count_checked.get(kind)
-    if known is None:
-        import inspect
-
-        parameters = inspect.signature(kind.append).parameters.values()
-        known = _count_checked[kind] = any(
-            p.name == "expected_count" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
-        )
-    return known
