@@ -33,12 +33,13 @@ from .conversation_config import (
     reasoning_settings,
 )
 from .conversation_context import ConversationContext
-from .engine import TurnOptions, TurnResult, pending_calls_before, repair_pending, run_turn
+from .engine import TurnOptions, TurnResult, pending_calls_before, plan_turn, repair_pending, run_turn
+from .engine.plan import CheckedSettings, mode_meta
 from .errors import StoreError, UserError
 from .mentions import Mentions
 from .message_fields import field_problem
 from .messages import MODES, AssistantMessage, Message, MessageList, MessageMeta, ToolMessage, UserMessage
-from .models.base import Model, ModelSettings
+from .models.base import Model
 from .tools import ResolvedTools, resolve_tools
 from .turn_lock import TurnHold, TurnLock
 
@@ -78,7 +79,7 @@ class Conversation(ConversationContext):
         self.id: str = id or new_id()
         self.store = store
         self.last_turn: TurnResult | None = None
-        self._next_turn_settings: dict[str, Any] = {}  # what `arm` set; the next turn uses them up
+        self._next_turn_settings = CheckedSettings()  # what `arm` set; the next turn uses them up
         self._mentions = Mentions()
         self._index: LogIndex | None = None
         self._lock: TurnLock | None = None  # made on first use (`_turn_lock`)
@@ -436,35 +437,13 @@ class Conversation(ConversationContext):
 
     def message_meta(self) -> MessageMeta | None:
         """The meta new messages are tagged with: the conversation's mode (None when no mode is set)."""
-        mode = self.config.mode
-        return MessageMeta(mode=mode) if mode in MODES else None
+        return mode_meta(self.config.mode)
 
     def turn_options(self, **overrides: Any) -> TurnOptions:
         """The options of the next turn: the config, the armed settings (used up by this call), then
         ``overrides`` (fields of `TurnOptions`)."""
-        config = self.config
-        armed, self._next_turn_settings = self._next_turn_settings, {}
-        extras = dict(config.extras)
-        extras.update(armed.get("extras", {}))
-        settings = ModelSettings(
-            stream=armed.get("stream", config.stream),
-            max_tokens=armed.get("max_tokens", config.max_tokens),
-            temperature=armed.get("temperature", config.temperature),
-            timeout=armed.get("timeout", config.timeout),
-            max_retries=armed.get("max_retries", config.max_retries),
-            extras=extras,
-            reasoning=armed.get("reasoning", config.reasoning),
-        )
-        options = TurnOptions(
-            settings=settings,
-            tool_choice=config.tool_choice,
-            max_tool_rounds=config.max_tool_rounds,
-            tool_timeout=armed.get("tool_timeout", config.tool_timeout),
-            meta=self.message_meta(),
-        )
-        for key, value in overrides.items():
-            setattr(options, key, value)
-        return options
+        armed, self._next_turn_settings = self._next_turn_settings, CheckedSettings()
+        return plan_turn(self.config, armed, **overrides)
 
     def run(self, *, result: TurnResult | None = None, **overrides: Any) -> AsyncIterator[Message]:
         """Run one turn with the armed settings (plus `TurnOptions` overrides); yields each new message.

@@ -42,9 +42,10 @@ from ..messages import (
     Usage,
     UserMessage,
 )
-from ..models.base import ModelRequest, ModelResponse, ModelSettings, ReasoningDelta, ResponseFormat, TextDelta
+from ..models.base import ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from ..tools import ResolvedTools, execute_tool_call
 from ..tracing import hooks as tracing
+from .plan import TurnOptions
 from .response import check_response
 
 if TYPE_CHECKING:
@@ -110,33 +111,6 @@ class TurnHost(Protocol):
     def known_call_ids(self) -> set[str]:
         """Every tool-call id in the log; the engine adds the ids it records (they must stay unique)."""
         ...
-
-
-class TurnOptions(msgspec.Struct):
-    """What one turn needs beyond the host.
-
-    Attributes:
-        settings: Settings of every model call of the turn.
-        tool_choice: Applies to the first request of the turn; later rounds are ``auto``.
-        max_tool_rounds: Tool rounds before a tool-less request forces an answer.
-        tool_timeout: Seconds a tool may run (a tool's own timeout wins).
-        response_format: A JSON schema for structured output.
-        on_text: Called with each piece of text as the model streams it.
-        on_reasoning: Called with each piece of the model's thinking as it streams (its parts, within an answer and
-            from one answer to the next, are separated by a blank line); thinking never reaches ``on_text``.
-        run_context: Run-mode context for the context builder.
-        meta: The `MessageMeta` every message of the turn is tagged with (None: the shared default).
-    """
-
-    settings: ModelSettings = msgspec.field(default_factory=ModelSettings)
-    tool_choice: str | None = None
-    max_tool_rounds: int = 10
-    tool_timeout: float | None = 60.0
-    response_format: ResponseFormat | None = None
-    on_text: Callable[[str], Any] | None = None
-    on_reasoning: Callable[[str], Any] | None = None
-    run_context: Any = None
-    meta: Any = None
 
 
 class TurnResult(msgspec.Struct):
