@@ -115,7 +115,7 @@ ALLOWED_CIRCLES = [
         "threadline.serialization.openai_chat",
     },
     # `conversation.continuation` returns a builder that applies its deltas to that conversation.
-    {"threadline.builder", "threadline.conversation"},
+    {"threadline.builder", "threadline.conversation.conversation"},
 ]
 
 

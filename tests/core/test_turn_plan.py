@@ -86,3 +86,24 @@ def test_settings_checked_once_are_not_checked_again(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(plan, "setting_problem", lambda key, value: calls.append(key) or original(key, value))
     assert plan_turn(ConversationConfig(), checked).tool_timeout == 3
     assert calls == []
+
+
+def test_a_prompt_checks_its_settings_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from threadline import llm
+    from threadline.engine import plan
+    from threadline.testing import ScriptedModel
+
+    calls: list[str] = []
+    original = plan.setting_problem
+    monkeypatch.setattr(plan, "setting_problem", lambda key, value: calls.append(key) or original(key, value))
+    assert llm.model(ScriptedModel(["hi"])).request("hello").prompt(tool_timeout=4) == "hi"
+    conversation = llm.model(ScriptedModel(["hi"])).request("hello").prompt_conversation(tool_timeout=4)
+    conversation.run_sync()
+    assert calls == ["tool_timeout", "tool_timeout"]  # once per call
+
+
+def test_overrides_may_replace_any_field_of_the_options() -> None:
+    from threadline.models.base import ModelSettings
+
+    settings = ModelSettings(stream=False)
+    assert plan_turn(ConversationConfig(), {"tool_timeout": 2}, settings=settings).settings is settings

@@ -100,10 +100,11 @@ class CheckedSettings(dict[str, Any]):
 
 
 def plan_turn(
-    config: TurnConfig | None = None, settings: Mapping[str, Any] | None = None, **overrides: Any
+    config: TurnConfig | None = None, settings: Mapping[str, Any] | None = None, /, **overrides: Any
 ) -> TurnOptions:
     """The options of one turn: ``settings`` (a call's, e.g. ``tool_timeout=5``) over ``config``'s, over the
-    defaults of this module; then ``overrides`` (fields of `TurnOptions`, e.g. ``on_text=``). The messages of the
+    defaults of this module; then ``overrides`` (fields of `TurnOptions`, e.g. ``on_text=``, or a whole
+    ``settings=ModelSettings(…)``). The messages of the
     turn are tagged with the config's mode (`mode_meta`) unless ``overrides`` give a ``meta``.
 
     Pure: it reads ``config`` and changes nothing.

@@ -7,8 +7,8 @@ until an answer without tool calls. After ``max_tool_rounds`` rounds the next re
 must answer.
 
 The engine reaches its caller only through `TurnHost`: the log to read, a ``record(message)`` sink, the model, the
-tools of each request, the context builder, and the tool-call ids already used. `Conversation` is one host; a caller
-that keeps its log in a plain `MessageList` writes another in a few lines.
+tools of each request, the context builder, and the tool-call ids already used. A `Conversation`'s host
+(``conversation.host``) is one; a caller that keeps its log in a plain `MessageList` writes another in a few lines.
 
 Each message is recorded the moment it exists: the assistant message before any of its tools runs, each tool result
 as soon as it and the ones before it are done, and a failed model call (with the text it streamed) before the error
@@ -59,6 +59,7 @@ __all__ = [
     "TurnHost",
     "TurnOptions",
     "TurnResult",
+    "interrupted_results",
     "pending_calls_before",
     "repair_pending",
     "run_turn",
@@ -74,7 +75,7 @@ INTERRUPTED_CALL = "the model call was interrupted (Ctrl-C or cancellation) befo
 class TurnHost(Protocol):
     """What the engine needs from its caller, and all it may touch.
 
-    `Conversation` implements it; so can any object that keeps a log, for example a `MessageList` and an optional
+    `ConversationHost` implements it; so can any object that keeps a log, for example a `MessageList` and an optional
     store. The engine never reads anything else of its host.
     """
 
@@ -281,9 +282,9 @@ def pending_calls_before(messages: MessageList, message: Message) -> list[ToolCa
 def repair_pending(host: TurnHost, meta: Any = None, calls: Iterable[ToolCall] | None = None) -> list[ToolMessage]:
     """Answer the tool calls a crash left unanswered with an ``interrupted`` error result, recorded in the log.
 
-    This is the one repair: the engine runs it at the start of every turn, and `Conversation` runs it on its
-    record path before a user or assistant message would follow unanswered calls (``conversation.add``, new
-    requests, the nodes of a run).
+    The engine runs it at the start of every turn. A conversation's host answers them on its own record path
+    before a user or assistant message would follow unanswered calls (``conversation.add``, new requests, the nodes
+    of a run), with the same results (`interrupted_results`), without recording through itself again.
 
     Args:
         host: Whose log to repair.
@@ -293,18 +294,20 @@ def repair_pending(host: TurnHost, meta: Any = None, calls: Iterable[ToolCall] |
     Returns:
         The recorded results, in call order (empty when nothing was pending).
     """
-    repaired: list[ToolMessage] = []
-    for call in host.messages.pending_tool_calls() if calls is None else calls:
-        message = ToolMessage(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            content=INTERRUPTED_TOOL,
-            is_error=True,
-            meta=meta if meta is not None else DEFAULT_META,
-        )
+    repaired = interrupted_results(host.messages.pending_tool_calls() if calls is None else calls, meta)
+    for message in repaired:
         host.record(message)
-        repaired.append(message)
     return repaired
+
+
+def interrupted_results(calls: Iterable[ToolCall], meta: Any = None) -> list[ToolMessage]:
+    """The ``interrupted`` error results that answer ``calls`` (a crash left them unanswered), in call order, with
+    ``meta`` (None: the shared default); not recorded."""
+    meta = meta if meta is not None else DEFAULT_META
+    return [
+        ToolMessage(tool_call_id=call.id, tool_name=call.name, content=INTERRUPTED_TOOL, is_error=True, meta=meta)
+        for call in calls
+    ]
 
 
 async def _call_model(
