@@ -223,8 +223,10 @@ class Store(ABC):
         """
 
     def append_checked(self, conversation_id: str, messages: Sequence[Message], expected_count: int) -> None:
-        """Append as a writer whose view of the log is ``expected_count`` messages long: `append` with the count
-        when this store checks it (`checks_append_count`), without it when the store declares it does not.
+        """Append as a writer whose view of the log is ``expected_count`` messages long, and who has checked each
+        message's fields (`threadline.message_fields.field_problem`): `append` with the count when this store checks
+        it (`checks_append_count`), without it when the store declares it does not. The stores of threadline do not
+        check those fields a second time here (their `append` checks them for every other caller).
 
         Raises:
             StoreError: if the store claims the count (the default) but its ``append`` does not take it (nothing
