@@ -23,6 +23,7 @@ import msgspec
 from ._ids import new_id
 from ._sync import in_event_loop, iterate_sync, run_sync
 from .conversation.conversation import Conversation
+from .conversation_config import config_problem
 from .engine import TurnOptions, TurnResult, plan_turn
 from .engine.plan import CheckedSettings, check_settings, mode_meta
 from .errors import OutputValidationError, UserError
@@ -168,8 +169,9 @@ class PromptBuilder:
 
     def max_tool_rounds(self, n: int) -> PromptBuilder:
         """Tool rounds before a tool-less request forces an answer."""
-        if not isinstance(n, int) or n < 0:
-            raise UserError("max_tool_rounds must be a non-negative integer")
+        problem = config_problem("max_tool_rounds", n)  # the config's rule, not a second one of the builder's
+        if problem is not None:
+            raise UserError(problem)
         return self._with_config(max_tool_rounds=n)
 
     def reasoning(
