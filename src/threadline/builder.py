@@ -2,7 +2,9 @@
 
 Each method returns a new builder holding accumulated *deltas* (messages to add, config to change); the builder it
 came from is unchanged, so builders can be shared and branched freely. Nothing happens until an execution method
-applies the deltas to a `Conversation` (a new one, or the one ``conversation.continuation`` refers to)::
+applies the deltas to a `Conversation` (a new one, or the one ``conversation.continuation`` refers to), plans the
+turn (`threadline.engine.plan_turn`: the call's settings, checked once, over the config) and runs it on the
+conversation's host::
 
     text = llm.agent("You are terse.").request("Capital of France?").prompt()
     conv = llm.tools(get_weather).request("Weather in Paris?").prompt_conversation()
@@ -21,9 +23,10 @@ import msgspec
 from ._ids import new_id
 from ._sync import in_event_loop, iterate_sync, run_sync
 from .attachments import Attachment
-from .conversation import Conversation
-from .conversation_config import check_settings
-from .engine import TurnOptions, TurnResult, run_turn
+from .conversation.conversation import Conversation
+from .conversation_config import config_problem
+from .engine import TurnOptions, TurnResult, plan_turn
+from .engine.plan import CheckedSettings, check_settings, mode_meta
 from .errors import OutputValidationError, UserError
 from .message_types import DEFAULT_META, MODES, AssistantMessage, Message, MessageMeta, SystemMessage, assistant, user
 from .models.base import Model, ResponseFormat
@@ -157,8 +160,9 @@ class PromptBuilder:
 
     def max_tool_rounds(self, n: int) -> PromptBuilder:
         """Tool rounds before a tool-less request forces an answer."""
-        if not isinstance(n, int) or n < 0:
-            raise UserError("max_tool_rounds must be a non-negative integer")
+        problem = config_problem("max_tool_rounds", n)  # the config's rule, not a second one of the builder's
+        if problem is not None:
+            raise UserError(problem)
         return self._with_config(max_tool_rounds=n)
 
     def reasoning(
@@ -175,7 +179,7 @@ class PromptBuilder:
         Raises:
             UserError: for an unknown effort or a budget that is not a positive integer.
         """
-        from .conversation_config import reasoning_settings
+        from .engine.plan import reasoning_settings
 
         if not enabled:
             return self._with_config(reasoning=None)
@@ -215,10 +219,10 @@ class PromptBuilder:
         Raises:
             ConversationBusy: if the conversation is held by another turn and this call could not wait for it.
         """
-        check_settings(settings)  # fail before anything changes
+        checked = check_settings(settings)  # fail before anything changes
         conversation = self._target()
         with conversation.hold(reserve=True):
-            self._apply(conversation, settings)
+            self._apply(conversation, checked)  # the reserved turn's settings, planned when it runs
         return conversation
 
     def _target(self) -> Conversation:
@@ -232,19 +236,21 @@ class PromptBuilder:
             conversation.set_store(self._store)
         return conversation
 
-    def _apply(self, conversation: Conversation, settings: Mapping[str, Any]) -> None:
-        """Apply config and message deltas to a conversation the caller holds, and arm its next turn."""
+    def _apply(self, conversation: Conversation, armed: CheckedSettings | None = None) -> None:
+        """Apply config and message deltas to a conversation the caller holds; arm its next turn with ``armed``
+        (None: a turn that runs now, planned by the caller; settings armed before and never used are forgotten)."""
         config = dict(self._config)
         if self._tools:
             merged = list(conversation.config.tools)
             merged.extend(item for item in self._tools if not any(item is known for known in merged))
             config["tools"] = merged
-        conversation.apply_config_deltas(config)
-        meta = conversation.message_meta()
+        host = conversation.host
+        host.apply_config_deltas(config)
+        meta = mode_meta(conversation.config.mode)
         for message in self._messages:
-            # Calls a crash left unanswered are answered before the new messages (Conversation.record does it).
-            conversation.record(_fresh(message, meta))
-        conversation.arm(**settings)
+            # Calls a crash left unanswered are answered before the new messages (the host's record does it).
+            host.record(_fresh(message, meta))
+        host.arm(armed)
 
     async def prompt_async(self, **settings: Any) -> str:
         """Run a turn and return the final answer's text.
@@ -252,13 +258,12 @@ class PromptBuilder:
         A turn already running on the conversation is waited for first; no other turn gets in between this one's
         messages and its answer (see `Conversation.hold`).
         """
-        check_settings(settings)
+        checked = check_settings(settings)
         conversation = self._target()
         async with conversation.hold():
-            self._apply(conversation, settings)
+            self._apply(conversation)
             result = TurnResult()
-            conversation.last_turn = result
-            async for _ in run_turn(conversation, conversation.turn_options(), result):
+            async for _ in conversation.host.turn(plan_turn(conversation.config, checked), result):
                 pass
         return result.text or ""
 
@@ -308,12 +313,12 @@ class PromptBuilder:
         name = re.sub(r"[^A-Za-z0-9_-]", "_", getattr(output_type, "__name__", "output"))[:64] or "output"
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
             raise UserError(f"retries must be an integer >= 0, got {retries!r}")  # before anything is recorded
-        check_settings(settings)
+        checked = check_settings(settings)
         conversation = self._target()
         # The messages, the attempts and the feedback between them are one piece of work: no other turn gets in.
         async with conversation.hold():
-            self._apply(conversation, settings)
-            options = conversation.turn_options(response_format=ResponseFormat(name=name, schema=schema))
+            self._apply(conversation)
+            options = plan_turn(conversation.config, checked, response_format=ResponseFormat(name=name, schema=schema))
             return await self._typed_attempts(conversation, options, adapter, wrapped, name, retries)
 
     async def _typed_attempts(
@@ -329,8 +334,7 @@ class PromptBuilder:
 
         for attempt in range(retries + 1):
             result = TurnResult()
-            conversation.last_turn = result
-            async for _ in run_turn(conversation, options, result):
+            async for _ in conversation.host.turn(options, result):
                 pass
             text = result.text or ""
             try:
@@ -346,7 +350,7 @@ class PromptBuilder:
                     raise OutputValidationError(
                         f"the model's answer is not a valid {name}: {problem}", text=text
                     ) from None
-                conversation.record(
+                conversation.host.record(
                     user(
                         f"Your answer did not match the required JSON schema: {problem}. "
                         "Reply with only the JSON value."
@@ -395,20 +399,19 @@ class TextStream:
         import asyncio  # already loaded here (a coroutine is running); not imported with the package
 
         builder = self._builder
-        check_settings(self._settings)
+        checked = check_settings(self._settings)
         conversation = builder._target()
         self.conversation = conversation
         async with conversation.hold():
-            builder._apply(conversation, self._settings)
+            builder._apply(conversation)
             queue: asyncio.Queue[str | None] = asyncio.Queue()
             rounds = _Rounds(queue.put_nowait)
             result = TurnResult()
-            conversation.last_turn = result
-            options = conversation.turn_options(on_text=rounds.on_text)
+            options = plan_turn(conversation.config, checked, on_text=rounds.on_text)
 
             async def drive() -> None:
                 try:
-                    async for message in run_turn(conversation, options, result):
+                    async for message in conversation.host.turn(options, result):
                         if isinstance(message, AssistantMessage):
                             rounds.ended(bool(message.tool_calls))
                 finally:

@@ -30,6 +30,7 @@ import msgspec
 from ._ids import new_id
 from .context import BuiltContext, ContextBuilder, ContextSettings, ModePrompts
 from .engine import TurnOptions, TurnResult, run_turn
+from .engine.plan import MAX_TOOL_ROUNDS
 from .errors import ModelError, UserError
 from .generate_result import GenerateStep, GenerateTextResult, cache_key, result_from_cache, result_to_cache
 from .hashing import GenerateRequest, hash_request, prepare_request
@@ -157,7 +158,7 @@ async def generate_text(
     messages: Iterable[Message | Mapping[str, Any]] | MessageList | None = None,
     tools: Iterable[Any] | Mapping[str, Any] | None = None,
     context: Mapping[str, Any] | None = None,
-    max_tool_rounds: int = 10,
+    max_tool_rounds: int = MAX_TOOL_ROUNDS,
     tool_choice: str | None = None,
     cache: Store | None = None,
     on_partial: Callable[[str], Any] | None = None,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .conversation_config import check_settings
+from .engine.plan import MAX_TOOL_ROUNDS, TOOL_TIMEOUT, plan_turn
 from .errors import ProtocolError, UserError
 from .message_list import MessageList
 from .message_types import (
@@ -79,9 +79,9 @@ class GenerateRequest(msgspec.Struct):
     messages: MessageList | Sequence[Message]
     tools: ResolvedTools
     settings: ModelSettings
-    tool_timeout: float | None = 60.0
+    tool_timeout: float | None = TOOL_TIMEOUT
     tool_choice: str | None = None
-    max_tool_rounds: int = 10
+    max_tool_rounds: int = MAX_TOOL_ROUNDS
     as_given: MessageList | None = None
 
     def system_text(self) -> str:
@@ -101,7 +101,7 @@ def prepare_request(
     messages: Iterable[Message | Mapping[str, Any]] | MessageList | None = None,
     tools: Iterable[Any] | Mapping[str, Any] | None = None,
     context: Mapping[str, Any] | None = None,
-    max_tool_rounds: int = 10,
+    max_tool_rounds: int = MAX_TOOL_ROUNDS,
     tool_choice: str | None = None,
     **settings: Any,
 ) -> GenerateRequest:
@@ -188,16 +188,7 @@ def _assemble(
         raise UserError(f"system must be a str, got {type(system).__name__}")
     if type(max_tool_rounds) is not int or max_tool_rounds < 0:
         raise UserError(f"max_tool_rounds must be a non-negative int, got {max_tool_rounds!r}")
-    checked = check_settings(settings)
-    model_settings = ModelSettings(
-        stream=checked.get("stream", True),
-        max_tokens=checked.get("max_tokens"),
-        temperature=checked.get("temperature"),
-        timeout=checked.get("timeout"),
-        max_retries=checked.get("max_retries"),
-        extras=checked.get("extras", {}),
-        reasoning=checked.get("reasoning"),
-    )
+    planned = plan_turn(None, settings)  # the call's settings, checked once, over the defaults
     return GenerateRequest(
         model=model,
         model_name=model_name,
@@ -205,8 +196,8 @@ def _assemble(
         context=_context(context),
         messages=log,
         tools=_tools(tools),
-        settings=model_settings,
-        tool_timeout=checked.get("tool_timeout", 60.0),
+        settings=planned.settings,
+        tool_timeout=planned.tool_timeout,
         tool_choice=tool_choice,
         max_tool_rounds=max_tool_rounds,
     )
@@ -220,7 +211,7 @@ def request_hash(
     messages: Iterable[Message | Mapping[str, Any]] | MessageList | None = None,
     tools: Iterable[Any] | Mapping[str, Any] | None = None,
     context: Mapping[str, Any] | None = None,
-    max_tool_rounds: int = 10,
+    max_tool_rounds: int = MAX_TOOL_ROUNDS,
     tool_choice: str | None = None,
     **settings: Any,
 ) -> str:

@@ -22,7 +22,6 @@ from ._ids import new_id
 from ._sync import run_sync
 from .context import RunContext
 from .conversation import Conversation, ConversationConfig
-from .engine import TurnResult, run_turn
 from .errors import StoreError, UserError
 from .message_types import AssistantMessage, Message, MessageMeta, SystemMessage, UserMessage
 from .tracing import hooks as tracing
@@ -148,7 +147,7 @@ class Run:
                     ui={"run": {"directive": self.directive, "nodes": [[n.id, n.brief] for n in self.nodes]}},
                 ),
             )
-            conversation.record(marker)
+            conversation.host.record(marker)
             yield marker
         for position, node in enumerate(self.nodes):
             state = self.states()[node.id]
@@ -160,17 +159,15 @@ class Run:
                     content=f"NODE {node.id} ({position + 1} of {len(self.nodes)})\n{node.brief}", meta=meta
                 )
                 # record() answers calls a crash left unanswered in the previous node before this opening.
-                conversation.record(opening)
+                conversation.host.record(opening)
                 yield opening
             context = RunContext(
                 directive=self.directive,
                 node_brief=f"{node.id}: {node.brief}",
                 step_context=self._step_context(node, position),
             )
-            options = conversation.turn_options(run_context=context, meta=meta)
-            result = TurnResult()
-            conversation.last_turn = result
-            async for message in run_turn(conversation, options, result):
+            options = conversation.host.plan(run_context=context, meta=meta)
+            async for message in conversation.host.turn(options):
                 yield message
 
     async def run_async(self) -> RunResult:

@@ -217,8 +217,8 @@ async def test_summarizer_adds_a_cached_summary_of_the_dropped_span() -> None:
 
     conv.add(UserMessage(content="pears?"))
     # Two builds of the same window: one summarizer call, then the cache.
-    first = await conv.build_request_context(conv.resolve_tools())
-    again = await conv.build_request_context(conv.resolve_tools())
+    first = await conv.host.build_request_context(conv.host.resolve_tools())
+    again = await conv.host.build_request_context(conv.host.resolve_tools())
     assert first.report.summary == again.report.summary == "They discussed apples."
     assert len(summarizer.requests) == 1
     assert summarizer.requests[0].messages[-1].content == "User: apples?"

@@ -244,12 +244,12 @@ def test_provider_selects_that_providers_default_model_and_model_overrides_it() 
     from threadline.models import DEFAULT_MODELS
 
     conversation = llm.provider("anthropic").request("x").prompt_conversation()
-    assert conversation.resolve_model().name == DEFAULT_MODELS["anthropic"]
+    assert conversation.host.resolve_model().name == DEFAULT_MODELS["anthropic"]
     scripted = ScriptedModel([])
-    assert conversation.continuation.model(scripted).prompt_conversation().resolve_model() is scripted
+    assert conversation.continuation.model(scripted).prompt_conversation().host.resolve_model() is scripted
     # .provider() after .model() switches back to the provider's default model.
     switched = conversation.continuation.provider("openai").prompt_conversation()
-    assert switched.resolve_model().name == DEFAULT_MODELS["openai"]
+    assert switched.host.resolve_model().name == DEFAULT_MODELS["openai"]
 
 
 def test_unknown_provider_and_model_names_are_user_errors() -> None:

@@ -327,7 +327,7 @@ async def test_a_claude_log_with_thinking_continues_on_the_embedded_model(
     local = WatchedLocal()
     on_local = Conversation(messages=conv.messages.copy(), config=ConversationConfig(model=local, max_tokens=8))
     on_local.add(UserMessage(content="Thanks!"))
-    (answer,) = await run(on_local, settings=on_local.turn_options().settings)
+    (answer,) = await run(on_local, settings=on_local.host.plan().settings)
     assert isinstance(answer, AssistantMessage) and answer.error is None and answer.model == "local:smollm2"
     (prompt,) = local.prompts
     assert "22 C and sunny in Paris" in prompt  # the tool result and the answer are there

@@ -133,7 +133,7 @@ def test_the_name_resolves_from_the_environment(monkeypatch: pytest.MonkeyPatch)
     assert isinstance(get_model("openai-responses"), OpenAIResponsesModel)  # the provider's default model
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:10/v1")
     assert get_model("openai-responses:o4-mini").base_url == "http://127.0.0.1:10/v1"  # a new configuration
-    resolved = llm.model("openai-responses:gpt-5").request("Hi").prompt_conversation().resolve_model()
+    resolved = llm.model("openai-responses:gpt-5").request("Hi").prompt_conversation().host.resolve_model()
     assert isinstance(resolved, OpenAIResponsesModel) and resolved.name == "openai-responses:gpt-5"
     assert OpenAIResponsesModel("o3", reasoning_summary=None).profile.reasoning_summary is None
 

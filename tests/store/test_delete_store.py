@@ -115,7 +115,7 @@ def test_the_summaries_a_conversation_cached_go_with_it(any_store: Store) -> Non
     def build_again() -> None:
         """Build that request again, in a conversation of the same id and log."""
         again = Conversation(window, config, store=any_store, id=conv.id)
-        asyncio.run(again.build_request_context(again.resolve_tools()))
+        asyncio.run(again.host.build_request_context(again.host.resolve_tools()))
 
     latest = f"{conversation_cache_prefix(conv.id)}latest"  # the rolling summary, kept in the store's cache
     assert any_store.cache_get(latest)["text"] == "They talked about apples."

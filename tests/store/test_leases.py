@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from threadline import ConversationBusy, UserMessage, user
+from threadline import ConversationBusy, StoreError, UserMessage, user
 from threadline.store import Store, open_store
 
 ROOT = Path(__file__).parents[2]
@@ -115,8 +115,9 @@ def test_append_without_an_expected_count_is_unchanged(any_store: Store) -> None
 
 
 def test_a_store_whose_append_predates_expected_count_still_works() -> None:
-    """Stores written before ``expected_count`` existed (an ``append`` override without it) are called without it:
-    they keep working, with the lease alone keeping writers apart."""
+    """Stores written before ``expected_count`` existed (an ``append`` override without it) declare so
+    (``checks_append_count = False``) and are called without it: they keep working, with the lease alone keeping
+    writers apart."""
     from threadline import Conversation, ConversationConfig
     from threadline.store.memory import MemoryStore
     from threadline.testing import ScriptedModel
@@ -124,6 +125,8 @@ def test_a_store_whose_append_predates_expected_count_still_works() -> None:
     seen: list[int] = []
 
     class Counting(MemoryStore):
+        checks_append_count = False
+
         def append(self, conversation_id, messages):  # type: ignore[no-untyped-def, override]
             items = list(messages)
             seen.append(len(items))
@@ -134,3 +137,31 @@ def test_a_store_whose_append_predates_expected_count_still_works() -> None:
     assert conversation.continuation.request("hello").prompt() == "hi"
     assert seen == [1, 1]
     assert store.load(conversation.id) == conversation.messages
+
+
+def test_a_store_that_neither_takes_expected_count_nor_declares_it_gets_a_clear_error() -> None:
+    """The append contract is explicit (`Store.checks_append_count`), not read off ``append``'s signature: a store
+    that claims the count (the default) but does not take it is refused at its first write, saying how to fix it,
+    and nothing is appended."""
+    from threadline import Conversation, ConversationConfig
+    from threadline.store.memory import MemoryStore
+    from threadline.testing import ScriptedModel
+
+    class Undeclared(MemoryStore):
+        def append(self, conversation_id, messages):  # type: ignore[no-untyped-def, override]
+            super().append(conversation_id, list(messages))
+
+    store = Undeclared()
+    conversation = Conversation(store=store, config=ConversationConfig(model=ScriptedModel(["hi"])))
+    with pytest.raises(StoreError, match=r"Undeclared.append does not take expected_count.*checks_append_count = Fal"):
+        conversation.continuation.request("hello").prompt()
+    assert len(conversation.messages) == 0
+    assert store.load(conversation.id) == []
+
+
+def test_every_store_of_threadline_takes_expected_count() -> None:
+    from threadline.store.memory import MemoryStore
+    from threadline.store.postgres import PostgresStore
+    from threadline.store.sqlite import SQLiteStore
+
+    assert all(kind.checks_append_count for kind in (MemoryStore, SQLiteStore, PostgresStore))

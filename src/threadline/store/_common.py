@@ -278,9 +278,10 @@ def store_closed(where: str) -> StoreError:
     return StoreError(f"the store {where} is closed")
 
 
-def unique_messages(messages: Sequence[Message]) -> list[Message]:
+def unique_messages(messages: Sequence[Message], *, check_fields: bool = True) -> list[Message]:
     """The messages with exact repeats dropped (same id and content), so one append never stores an id twice;
-    each is checked first to be one a store can read back (`field_problem`).
+    each is checked first to be one a store can read back (`field_problem`), unless ``check_fields`` is False
+    (`Store.append_checked`: the writer checked them).
 
     Raises:
         StoreError: if a message has a field of the wrong type (``UserMessage(content=123)``: kept, it would make
@@ -290,7 +291,8 @@ def unique_messages(messages: Sequence[Message]) -> list[Message]:
     seen: dict[str, Message] = {}
     out: list[Message] = []
     for position, message in enumerate(messages):
-        _check_fields(message, position, "appended")
+        if check_fields:
+            _check_fields(message, position, "appended")
         prior = seen.get(message.id)
         if prior is None:
             seen[message.id] = message

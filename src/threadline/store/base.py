@@ -29,11 +29,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
 from .._cache_keys import conversation_cache_prefix
+from ..errors import StoreError
 from ..message_list import MessageList
 from ..message_types import Message, ToolMessage
 from ._search import query_words, search_text, words_match
@@ -136,9 +137,18 @@ class ImportItem:
 
 
 class Store(ABC):
-    """A conversation store. Use `threadline.open_store` to get one."""
+    """A conversation store. Use `threadline.open_store` to get one.
+
+    Attributes:
+        url: Where the store is.
+        checks_append_count: Whether `append` takes ``expected_count`` and honours it (every store of threadline
+            does). A store whose ``append`` predates it declares ``checks_append_count = False``: a conversation
+            then calls it without the count, and the lease alone keeps other writers out. A store that declares
+            nothing and does not take it is refused by `append_checked` with a `StoreError` saying so.
+    """
 
     url: str
+    checks_append_count: ClassVar[bool] = True
 
     # Conversations
     @abstractmethod
@@ -212,6 +222,32 @@ class Store(ABC):
                 (then nothing is appended).
             ConversationBusy: if ``expected_count`` is given and does not match.
         """
+
+    def append_checked(self, conversation_id: str, messages: Sequence[Message], expected_count: int) -> None:
+        """Append as a writer whose view of the log is ``expected_count`` messages long, and who has checked each
+        message's fields (`threadline.message_fields.field_problem`): `append` with the count when this store checks
+        it (`checks_append_count`), without it when the store declares it does not. The stores of threadline do not
+        check those fields a second time here (their `append` checks them for every other caller).
+
+        Raises:
+            StoreError: if the store claims the count (the default) but its ``append`` does not take it (nothing
+                was appended); or as `append`.
+            ConversationBusy: as `append`.
+        """
+        if not self.checks_append_count:
+            self.append(conversation_id, messages)
+            return
+        try:
+            self.append(conversation_id, messages, expected_count=expected_count)
+        except TypeError as exc:
+            if "unexpected keyword argument 'expected_count'" not in str(exc):
+                raise
+            kind = type(self).__name__
+            raise StoreError(
+                f"{kind}.append does not take expected_count, which every Store's append takes (it refuses a write "
+                f"when another writer appended without the lease): add it, or declare checks_append_count = False on "
+                f"{kind} to be written to with the lease alone (nothing was appended)"
+            ) from None
 
     @abstractmethod
     def load(self, conversation_id: str) -> MessageList:

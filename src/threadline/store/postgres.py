@@ -185,7 +185,16 @@ class PostgresStore(PostgresSideTables, Store):
 
     # -- the log ----------------------------------------------------------------------------------------------
     def append(self, conversation_id: str, messages: Iterable[Message], *, expected_count: int | None = None) -> None:
-        items = unique_messages(list(messages))
+        self._append_items(conversation_id, unique_messages(list(messages)), expected_count)
+
+    def append_checked(self, conversation_id: str, messages: Sequence[Message], expected_count: int) -> None:
+        if type(self).append is not PostgresStore.append:  # a subclass's own append (a wrapper) stays on the path
+            super().append_checked(conversation_id, messages, expected_count)
+            return
+        # The writer checked each message's fields (`field_problem`) already: they are not checked twice.
+        self._append_items(conversation_id, unique_messages(list(messages), check_fields=False), expected_count)
+
+    def _append_items(self, conversation_id: str, items: list[Message], expected_count: int | None) -> None:
         ids = [message.id for message in items]
         payloads = [encode_message(message) for message in items]
         texts = [search_text(message) for message in items]

@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .errors import ConversationBusy
+from ..errors import ConversationBusy
 
 if TYPE_CHECKING:
     import asyncio

@@ -7,8 +7,8 @@ until an answer without tool calls. After ``max_tool_rounds`` rounds the next re
 must answer.
 
 The engine reaches its caller only through `TurnHost`: the log to read, a ``record(message)`` sink, the model, the
-tools of each request, the context builder, and the tool-call ids already used. `Conversation` is one host; a caller
-that keeps its log in a plain `MessageList` writes another in a few lines.
+tools of each request, the context builder, and the tool-call ids already used. A `Conversation`'s host
+(``conversation.host``) is one; a caller that keeps its log in a plain `MessageList` writes another in a few lines.
 
 Each message is recorded the moment it exists: the assistant message before any of its tools runs, each tool result
 as soon as it and the ones before it are done, and a failed model call (with the text it streamed) before the error
@@ -24,15 +24,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from ._exception_text import describe_exception, exception_message, readable_message, safe_repr, type_name
-from ._ids import new_id
-from ._json_values import json_problem
-from ._masking import environment_secrets, mask_secrets
-from ._tool_scope import ToolRound
-from .errors import ModelError, UserError
-from .message_fields import counts_ok
-from .message_list import MessageList
-from .message_types import (
+from .._exception_text import describe_exception, exception_message, readable_message, type_name
+from .._ids import new_id
+from .._masking import environment_secrets, mask_secrets
+from .._tool_scope import ToolRound
+from ..errors import ModelError, UserError
+from ..message_list import MessageList
+from ..message_types import (
     DEFAULT_META,
     INTERRUPTED_TOOL,
     AssistantMessage,
@@ -44,26 +42,29 @@ from .message_types import (
     Usage,
     UserMessage,
 )
-from .models.base import ModelRequest, ModelResponse, ModelSettings, ReasoningDelta, ResponseFormat, TextDelta
-from .tools import ResolvedTools, execute_tool_call
-from .tracing import hooks as tracing
+from ..models.base import ModelRequest, ModelResponse, ReasoningDelta, TextDelta
+from ..tools import ResolvedTools, execute_tool_call
+from ..tracing import hooks as tracing
+from .plan import TurnOptions
+from .response import check_response
 
 if TYPE_CHECKING:
-    from .context import BuiltContext
-    from .models.base import Model
-    from .tools import Tool
-    from .tracing.hooks import TurnSpan
+    from ..context import BuiltContext
+    from ..models.base import Model
+    from ..tools import Tool
+    from ..tracing.hooks import TurnSpan
 
 __all__ = [
     "INTERRUPTED_TOOL",
     "TurnHost",
     "TurnOptions",
     "TurnResult",
-    "check_response",
+    "interrupted_results",
     "pending_calls_before",
     "repair_pending",
     "run_turn",
 ]
+
 
 # The tool_choice values that name no tool.
 _CHOICES = frozenset({"auto", "required", "none"})
@@ -74,7 +75,7 @@ INTERRUPTED_CALL = "the model call was interrupted (Ctrl-C or cancellation) befo
 class TurnHost(Protocol):
     """What the engine needs from its caller, and all it may touch.
 
-    `Conversation` implements it; so can any object that keeps a log, for example a `MessageList` and an optional
+    `ConversationHost` implements it; so can any object that keeps a log, for example a `MessageList` and an optional
     store. The engine never reads anything else of its host.
     """
 
@@ -111,33 +112,6 @@ class TurnHost(Protocol):
     def known_call_ids(self) -> set[str]:
         """Every tool-call id in the log; the engine adds the ids it records (they must stay unique)."""
         ...
-
-
-class TurnOptions(msgspec.Struct):
-    """What one turn needs beyond the host.
-
-    Attributes:
-        settings: Settings of every model call of the turn.
-        tool_choice: Applies to the first request of the turn; later rounds are ``auto``.
-        max_tool_rounds: Tool rounds before a tool-less request forces an answer.
-        tool_timeout: Seconds a tool may run (a tool's own timeout wins).
-        response_format: A JSON schema for structured output.
-        on_text: Called with each piece of text as the model streams it.
-        on_reasoning: Called with each piece of the model's thinking as it streams (its parts, within an answer and
-            from one answer to the next, are separated by a blank line); thinking never reaches ``on_text``.
-        run_context: Run-mode context for the context builder.
-        meta: The `MessageMeta` every message of the turn is tagged with (None: the shared default).
-    """
-
-    settings: ModelSettings = msgspec.field(default_factory=ModelSettings)
-    tool_choice: str | None = None
-    max_tool_rounds: int = 10
-    tool_timeout: float | None = 60.0
-    response_format: ResponseFormat | None = None
-    on_text: Callable[[str], Any] | None = None
-    on_reasoning: Callable[[str], Any] | None = None
-    run_context: Any = None
-    meta: Any = None
 
 
 class TurnResult(msgspec.Struct):
@@ -308,9 +282,9 @@ def pending_calls_before(messages: MessageList, message: Message) -> list[ToolCa
 def repair_pending(host: TurnHost, meta: Any = None, calls: Iterable[ToolCall] | None = None) -> list[ToolMessage]:
     """Answer the tool calls a crash left unanswered with an ``interrupted`` error result, recorded in the log.
 
-    This is the one repair: the engine runs it at the start of every turn, and `Conversation` runs it on its
-    record path before a user or assistant message would follow unanswered calls (``conversation.add``, new
-    requests, the nodes of a run).
+    The engine runs it at the start of every turn. A conversation's host answers them on its own record path
+    before a user or assistant message would follow unanswered calls (``conversation.add``, new requests, the nodes
+    of a run), with the same results (`interrupted_results`), without recording through itself again.
 
     Args:
         host: Whose log to repair.
@@ -320,18 +294,20 @@ def repair_pending(host: TurnHost, meta: Any = None, calls: Iterable[ToolCall] |
     Returns:
         The recorded results, in call order (empty when nothing was pending).
     """
-    repaired: list[ToolMessage] = []
-    for call in host.messages.pending_tool_calls() if calls is None else calls:
-        message = ToolMessage(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            content=INTERRUPTED_TOOL,
-            is_error=True,
-            meta=meta if meta is not None else DEFAULT_META,
-        )
+    repaired = interrupted_results(host.messages.pending_tool_calls() if calls is None else calls, meta)
+    for message in repaired:
         host.record(message)
-        repaired.append(message)
     return repaired
+
+
+def interrupted_results(calls: Iterable[ToolCall], meta: Any = None) -> list[ToolMessage]:
+    """The ``interrupted`` error results that answer ``calls`` (a crash left them unanswered), in call order, with
+    ``meta`` (None: the shared default); not recorded."""
+    meta = meta if meta is not None else DEFAULT_META
+    return [
+        ToolMessage(tool_call_id=call.id, tool_name=call.name, content=INTERRUPTED_TOOL, is_error=True, meta=meta)
+        for call in calls
+    ]
 
 
 async def _call_model(
@@ -474,119 +450,6 @@ class _Thinking:
             for part, pieces in sorted(self._parts.items())
             if any(pieces)
         ]
-
-
-def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
-    """What a model returned, made safe to log: every field has the type the log's schema declares, so a stored log
-    always loads again.
-
-    The rules: tool-call ``arguments`` that are not a JSON object the log keeps exactly (a list, a number, a dict
-    holding a value JSON cannot hold or nested more than 128 levels deep: see `threadline._json_values`) are kept
-    as ``raw_arguments`` text, so the tool result is an "invalid arguments" error the model can
-    correct; ``arguments=None`` means no arguments; a usage whose counts are not counts (not an int, below 0, past
-    2**63 - 1) or a model name of the wrong type is dropped. What cannot
-    be repaired — content that is not text, a tool call without a name, a tool-call id that is not a string — makes
-    the call fail with a `ModelError` (``type="invalid_response"``), logged like any other failure; so does
-    reasoning that is not a list of `Reasoning` with text fields.
-
-    Raises:
-        ModelError: for a response that cannot be logged.
-    """
-    content = response.content
-    calls = response.tool_calls
-    usage = response.usage
-    name = response.model
-    # Token counts are ints from 0 to 2**63 - 1 (a bool is an int to isinstance, but not a count).
-    usage_ok = usage is None or (isinstance(usage, Usage) and counts_ok(usage))
-    name_ok = name is None or isinstance(name, str)
-    if content is not None and not isinstance(content, str):
-        raise ModelError(
-            f"model {model_name!r} returned content that is a {type(content).__name__}, not a str",
-            type="invalid_response",
-        )
-    reasoning = response.reasoning
-    if reasoning and not _reasoning_ok(reasoning):
-        raise ModelError(
-            f"model {model_name!r} returned reasoning that is not a list of Reasoning with text fields",
-            type="invalid_response",
-        )
-    if isinstance(calls, list) and not calls and usage_ok and name_ok:
-        return response  # the usual answer: nothing to check further
-    if not isinstance(calls, list):
-        if not isinstance(calls, (list, tuple)):
-            raise ModelError(
-                f"model {model_name!r} returned tool_calls that is a {type(calls).__name__}, not a list",
-                type="invalid_response",
-            )
-        calls = list(calls)
-    checked: list[ToolCall] = []
-    same = calls is response.tool_calls
-    for index, call in enumerate(calls):
-        fixed = _checked_call(call, index, model_name)
-        if fixed is not call:
-            same = False
-        checked.append(fixed)
-    if same and usage_ok and name_ok:
-        return response
-    return ModelResponse(
-        content=content,
-        tool_calls=checked,
-        usage=usage if usage_ok else None,
-        stop_reason=response.stop_reason,
-        model=name if name_ok else None,
-        reasoning=reasoning,
-    )
-
-
-def _reasoning_ok(reasoning: Any) -> bool:
-    """Whether a response's reasoning can be logged: a list of `Reasoning` whose fields have their declared types."""
-    if not isinstance(reasoning, list):
-        return False
-    for piece in reasoning:
-        if not isinstance(piece, Reasoning) or not isinstance(piece.text, str):
-            return False
-        for value in (piece.signature, piece.redacted, piece.provider, piece.id):
-            if value is not None and not isinstance(value, str):
-                return False
-        if piece.position is not None and not (type(piece.position) is int and piece.position >= 0):
-            return False
-    return True
-
-
-def _checked_call(call: Any, index: int, model_name: str) -> ToolCall:
-    if not isinstance(call, ToolCall):
-        raise ModelError(
-            f"model {model_name!r} returned tool call {index} as a {type(call).__name__}, not a ToolCall",
-            type="invalid_response",
-        )
-    if not isinstance(call.id, str):
-        raise ModelError(
-            f"model {model_name!r} returned tool call {index} with an id that is a {type(call.id).__name__}, not a str",
-            type="invalid_response",
-        )
-    if not isinstance(call.name, str) or not call.name:
-        raise ModelError(
-            f"model {model_name!r} returned tool call {index} without a tool name", type="invalid_response"
-        )
-    arguments = call.arguments
-    raw = call.raw_arguments
-    if raw is not None and not isinstance(raw, str):
-        raw = _as_text(raw)
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict) or (arguments and json_problem(arguments) is not None):
-        arguments, raw = {}, raw if raw is not None else _as_text(arguments)
-    if arguments is call.arguments and raw is call.raw_arguments:
-        return call
-    return ToolCall(id=call.id, name=call.name, arguments=arguments, raw_arguments=raw)
-
-
-def _as_text(value: Any) -> str:
-    """Arguments the log cannot hold as a JSON object, as text (JSON when possible) the model can be shown."""
-    try:
-        return msgspec.json.encode(value).decode("utf-8")
-    except Exception:
-        return safe_repr(value)
 
 
 def _text_or_empty(value: Any) -> str:
