@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._artifact_names import artifact_uri
-from .._summary import summary_of_span
 from ..context import BuiltContext, ContextBuilder, ContextSettings
+from ..context._summary import summary_of_span
 from ..errors import StoreError
 
 if TYPE_CHECKING:
