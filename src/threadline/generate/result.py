@@ -15,10 +15,10 @@ from typing import Annotated, Any
 
 import msgspec
 
-from .errors import ProtocolError
-from .message_list import MessageList, validate_messages
-from .message_types import AssistantMessage, Message, ToolMessage, Usage, content_for_model
-from .serialization import dump_dict, typed_decoder
+from ..errors import ProtocolError
+from ..message_list import MessageList, validate_messages
+from ..message_types import AssistantMessage, Message, ToolMessage, Usage, content_for_model
+from ..serialization import dump_dict, typed_decoder
 
 __all__ = [
     "CACHE_PREFIX",
