@@ -165,8 +165,8 @@ _LAZY = {
     "MessagePage": "store",
     "instrument": "tracing",
     "uninstrument": "tracing",
-    "MCPToolset": "mcp_toolset",
-    "MCPConnectionError": "mcp_connection",
+    "MCPToolset": "tools.mcp.toolset",
+    "MCPConnectionError": "tools.mcp.connection",
 }
 
 

@@ -81,8 +81,8 @@ def _load_mcp(spec: str) -> Any:
     """``-T mcp:COMMAND`` or ``-T mcp+http://…``: an MCP server's toolset, connected now."""
     import shlex
 
-    from ..mcp_toolset import MCPConnectionError
     from ..tools import Toolset
+    from ..tools.mcp.toolset import MCPConnectionError
 
     if spec.startswith("mcp:"):
         try:
