@@ -195,7 +195,7 @@ def check_model(
         UserError: for a missing API key, or a setting the model refuses.
         CapabilityError: for tools, a forced tool or reasoning the model lacks.
     """
-    from ..conversation_config import SETTING_KEYS, check_settings
+    from ..conversation.config import SETTING_KEYS, check_settings
     from ..message_types import user
     from ..models.base import ModelRequest, ModelSettings
     from ..tools import resolve_tools
