@@ -62,11 +62,11 @@ from .models.tool_catalog import ToolCatalog
 from .tools import BaseToolset, Tool, Toolset, dynamic_tools, tool
 
 if TYPE_CHECKING:
-    from .agents import agent_tool
     from .generate import generate_text, generate_text_sync
-    from .generate_result import GenerateStep, GenerateTextResult, find_tool_result
-    from .hashing import request_hash
-    from .reactive import Cell, GenerateTextState, reactive_generate_text
+    from .generate.agents import agent_tool
+    from .generate.hashing import request_hash
+    from .generate.reactive import Cell, GenerateTextState, reactive_generate_text
+    from .generate.result import GenerateStep, GenerateTextResult, find_tool_result
     from .store import ConversationInfo, ConversationSummary, MessagePage, Store, open_store
     from .tracing import instrument, uninstrument
 
@@ -148,16 +148,16 @@ __all__ = [
 ]
 
 _LAZY = {
-    "agent_tool": "agents",
+    "agent_tool": "generate.agents",
     "generate_text": "generate",
     "generate_text_sync": "generate",
-    "GenerateStep": "generate_result",
-    "GenerateTextResult": "generate_result",
-    "find_tool_result": "generate_result",
-    "Cell": "reactive",
-    "GenerateTextState": "reactive",
-    "reactive_generate_text": "reactive",
-    "request_hash": "hashing",
+    "GenerateStep": "generate.result",
+    "GenerateTextResult": "generate.result",
+    "find_tool_result": "generate.result",
+    "Cell": "generate.reactive",
+    "GenerateTextState": "generate.reactive",
+    "reactive_generate_text": "generate.reactive",
+    "request_hash": "generate.hashing",
     "open_store": "store",
     "Store": "store",
     "ConversationInfo": "store",
@@ -165,8 +165,8 @@ _LAZY = {
     "MessagePage": "store",
     "instrument": "tracing",
     "uninstrument": "tracing",
-    "MCPToolset": "mcp_toolset",
-    "MCPConnectionError": "mcp_connection",
+    "MCPToolset": "tools.mcp.toolset",
+    "MCPConnectionError": "tools.mcp.connection",
 }
 
 

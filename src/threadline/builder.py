@@ -23,8 +23,8 @@ import msgspec
 from ._ids import new_id
 from ._sync import in_event_loop, iterate_sync, run_sync
 from .attachments import Attachment
+from .conversation.config import config_problem
 from .conversation.conversation import Conversation
-from .conversation_config import config_problem
 from .engine import TurnOptions, TurnResult, plan_turn
 from .engine.plan import CheckedSettings, check_settings, mode_meta
 from .errors import OutputValidationError, UserError

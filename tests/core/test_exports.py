@@ -67,7 +67,7 @@ def test_the_mcp_names_the_readme_uses_come_from_threadline_without_loading_mcp_
     import sys
 
     code = (
-        "import sys, threadline; assert 'threadline.mcp_toolset' not in sys.modules; "
+        "import sys, threadline; assert 'threadline.tools.mcp.toolset' not in sys.modules; "
         "from threadline import MCPConnectionError, MCPToolset, Toolset; "
         "assert issubclass(MCPConnectionError, threadline.ThreadlineError); "
         "assert MCPToolset.__name__ == 'MCPToolset'; assert 'mcp' not in sys.modules"

@@ -71,7 +71,7 @@ from threadline.toolboxes import Pages
 Toolset.from_mcp(command=[sys.executable, "-m", "mcp_server_time"])
 """
     modules = loaded_after(code)
-    assert "threadline.mcp_toolset" in modules
+    assert "threadline.tools.mcp.toolset" in modules
     assert sorted(m for m in modules if m.split(".")[0] in ("mcp", "mcp_types", "jsonschema", "anyio")) == []
 
 
@@ -82,7 +82,7 @@ EXTRA_ENTRY_POINTS = {
     "threadline.web": {"starlette", "jinja2", "markdown_it", "pygments"},  # web
     "threadline.models.local": set(),  # local: llama.cpp loads with the model, not with the module
     "threadline.store.postgres": set(),  # postgres: psycopg loads when a store connects
-    "threadline.mcp_toolset": set(),  # mcp: the SDK loads when a toolset connects
+    "threadline.tools.mcp.toolset": set(),  # mcp: the SDK loads when a toolset connects
     "threadline.toolboxes": set(),
     "threadline.tracing": set(),  # otel: OpenTelemetry loads with threadline.instrument(), not with the module
     "threadline.models.openai": {"httpx"},

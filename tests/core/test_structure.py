@@ -178,3 +178,26 @@ def circles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 def test_no_import_circles_but_the_designed_ones() -> None:
     assert sorted(map(sorted, circles(import_graph()))) == sorted(map(sorted, ALLOWED_CIRCLES))
+
+
+# The size of the plan (docs/architecture.md#rooms): a module small enough to read in one sitting, and a package
+# root that lists the ground floor and the log, not every part of every room.
+MAX_LINES = 600
+MAX_LOOSE_MODULES = 20
+
+
+def test_no_module_is_over_600_lines() -> None:
+    long = {
+        path.relative_to(SOURCE).as_posix(): lines
+        for path in sorted(SOURCE.rglob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}, f"modules over {MAX_LINES} lines (split them along their concerns): {long}"
+
+
+def test_at_most_20_loose_modules_at_the_top() -> None:
+    loose = sorted(path.name for path in SOURCE.glob("*.py") if path.name not in ("__init__.py", "__main__.py"))
+    assert len(loose) <= MAX_LOOSE_MODULES, (
+        f"{len(loose)} modules directly in src/threadline/ (at most {MAX_LOOSE_MODULES}; put a new one in the room "
+        f"it belongs to): {', '.join(loose)}"
+    )

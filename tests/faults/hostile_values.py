@@ -56,10 +56,10 @@ from threadline import (
     llm,
 )
 from threadline._text import MAX_NESTING
-from threadline.mcp_toolset import MCPConnectionError
 from threadline.messages import MessageMeta
 from threadline.serialization.file_messages import messages_from_file_data
 from threadline.store import ConversationInfo, ImportItem, Store, open_store
+from threadline.tools.mcp.toolset import MCPConnectionError
 
 from .campaign import Row
 

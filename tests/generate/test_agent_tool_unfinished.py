@@ -22,7 +22,7 @@ from threadline import (
     generate_text,
     llm,
 )
-from threadline.generate_result import cache_key
+from threadline.generate.result import cache_key
 from threadline.store import Store
 from threadline.testing import ScriptedModel
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from threadline import AssistantMessage, Usage, generate_text, user
-from threadline.generate_result import cache_key
+from threadline.generate.result import cache_key
 from threadline.messages import LLMError
 from threadline.store import Store
 from threadline.testing import ScriptedModel

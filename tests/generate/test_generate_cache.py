@@ -13,7 +13,7 @@ import pytest
 from tests.core._support import call, calls, shapes
 from tests.store._backends import write_cache_row
 from threadline import AssistantMessage, ModelError, Usage, UserError, generate_text, user
-from threadline.generate_result import cache_key
+from threadline.generate.result import cache_key
 from threadline.store import Store, open_store
 from threadline.testing import ScriptedModel, ScriptedRequest
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from threadline import Toolset
-from threadline.mcp_toolset import MCPToolset
+from threadline.tools.mcp.toolset import MCPToolset
 
 DEMO_SERVER = Path(__file__).with_name("demo_server.py")
 SESSION_MARK = uuid.uuid4().hex

@@ -24,8 +24,8 @@ from threadline import (
     llm,
     request_hash,
 )
-from threadline.mcp_toolset import MCPConnectionError, MCPToolset
 from threadline.testing import ScriptedModel
+from threadline.tools.mcp.toolset import MCPConnectionError, MCPToolset
 
 from .conftest import DEMO_SERVER, HttpServer, Servers, toolset_processes, wait_for, wait_gone
 

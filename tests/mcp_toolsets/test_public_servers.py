@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from threadline import AssistantMessage, ToolCall, ToolMessage, llm
-from threadline.mcp_toolset import MCPToolset
 from threadline.testing import ScriptedModel
+from threadline.tools.mcp.toolset import MCPToolset
 
 from .conftest import Servers
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from threadline import Toolset
-from threadline.mcp_toolset import MCPConnectionError
+from threadline.tools.mcp.toolset import MCPConnectionError
 
 from .conftest import Servers, toolset_processes, wait_for
 from .test_failures import run_calls

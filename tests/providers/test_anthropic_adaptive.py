@@ -24,7 +24,7 @@ from threadline import (
     UserMessage,
     llm,
 )
-from threadline.conversation_config import ConversationConfig
+from threadline.conversation.config import ConversationConfig
 from threadline.models.anthropic import AnthropicModel
 from threadline.models.base import ReasoningSettings
 

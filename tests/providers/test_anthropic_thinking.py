@@ -29,7 +29,7 @@ from threadline import (
     llm,
     open_store,
 )
-from threadline.conversation_config import ConversationConfig
+from threadline.conversation.config import ConversationConfig
 from threadline.models.anthropic import AnthropicModel
 from threadline.models.base import ReasoningSettings
 from threadline.models.local import LocalModel

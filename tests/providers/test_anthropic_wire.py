@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from threadline import Attachment, Conversation, llm
-from threadline.conversation_config import ConversationConfig
+from threadline.conversation.config import ConversationConfig
 from threadline.errors import ModelError, UserError
 from threadline.messages import AssistantMessage, ToolMessage, UserMessage
 from threadline.models.anthropic import AnthropicModel

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from threadline import AssistantMessage, Conversation, MessageList, ModelError, Reasoning, llm
-from threadline.conversation_config import ConversationConfig
+from threadline.conversation.config import ConversationConfig
 
 from .conftest import SECRET, make_openai
 from .servers import Answer, FakeOpenAI, Status, ToolUse

@@ -27,7 +27,7 @@ from threadline import (
     open_store,
     user,
 )
-from threadline.conversation_config import ConversationConfig
+from threadline.conversation.config import ConversationConfig
 from threadline.models.anthropic._request import build_request as anthropic_request
 from threadline.models.base import ModelRequest
 from threadline.models.openai import OpenAIModel

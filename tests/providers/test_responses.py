@@ -21,7 +21,7 @@ from threadline import (
     llm,
     open_store,
 )
-from threadline.conversation_config import ConversationConfig
+from threadline.conversation.config import ConversationConfig
 from threadline.errors import CapabilityError, ModelError
 from threadline.models.openai_responses import OpenAIResponsesModel
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from threadline import AssistantMessage, Conversation, Reasoning, UserMessage, llm
-from threadline.conversation_config import ConversationConfig
+from threadline.conversation.config import ConversationConfig
 from threadline.errors import ModelError
 from threadline.models.openai import OpenAIModel
 

@@ -81,8 +81,8 @@ def _load_mcp(spec: str) -> Any:
     """``-T mcp:COMMAND`` or ``-T mcp+http://…``: an MCP server's toolset, connected now."""
     import shlex
 
-    from ..mcp_toolset import MCPConnectionError
     from ..tools import Toolset
+    from ..tools.mcp.toolset import MCPConnectionError
 
     if spec.startswith("mcp:"):
         try:
@@ -195,7 +195,7 @@ def check_model(
         UserError: for a missing API key, or a setting the model refuses.
         CapabilityError: for tools, a forced tool or reasoning the model lacks.
     """
-    from ..conversation_config import SETTING_KEYS, check_settings
+    from ..conversation.config import SETTING_KEYS, check_settings
     from ..message_types import user
     from ..models.base import ModelRequest, ModelSettings
     from ..tools import resolve_tools

@@ -113,7 +113,7 @@ def _check_settings(
     """The model settings `check_model` asks the model about: the per-turn ones and the reasoning of the config."""
     settings = _settings(max_tokens, temperature, options)
     if reasoning is not None:
-        from ..conversation_config import reasoning_settings
+        from ..conversation.config import reasoning_settings
 
         settings["reasoning"] = reasoning_settings(*reasoning)
     return settings

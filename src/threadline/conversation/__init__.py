@@ -8,12 +8,18 @@
 - `threadline.conversation.lock`: one turn at a time (the gate, `threadline.conversation._gate`, and the store's
   lease).
 
-The config is `threadline.conversation_config`; the plan of a turn, `threadline.engine.plan`.
+- `threadline.conversation.config`: `ConversationConfig`, what a conversation is set to (checked once);
+- `threadline.conversation.mentions`: the objects user messages mention and the tools made from them (its warnings
+  go to the ``threadline.mentions`` logger);
+- `threadline.conversation._log_index`: the log's ids, tool-call ids and unanswered calls, kept per message.
+
+The plan of a turn is `threadline.engine.plan`; which turns the running code is a tool of,
+`threadline.engine._tool_scope`.
 """
 
 from __future__ import annotations
 
-from ..conversation_config import ConversationConfig, check_settings
+from .config import ConversationConfig, check_settings
 from .conversation import Conversation
 from .host import ConversationHost
 from .lock import TurnHold

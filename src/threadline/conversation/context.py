@@ -11,16 +11,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._artifact_names import artifact_uri
-from .._summary import summary_of_span
 from ..context import BuiltContext, ContextBuilder, ContextSettings
+from ..context._summary import summary_of_span
 from ..errors import StoreError
 
 if TYPE_CHECKING:
-    from ..conversation_config import ConversationConfig
     from ..message_list import MessageList
     from ..models.base import Model
     from ..store.base import Store
     from ..tools import ResolvedTools, Tool
+    from .config import ConversationConfig
 
 __all__ = ["ConversationContext"]
 

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..conversation_config import ConversationConfig, own_config
 from ..engine import TurnResult
 from ..errors import StoreError, UserError
 from ..message_list import MessageList
 from ..message_types import AssistantMessage, Message, ToolMessage
+from .config import ConversationConfig, own_config
 from .host import ConversationHost
 from .lock import TurnHold
 

@@ -23,19 +23,19 @@ from types import EllipsisType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._ids import new_id
-from .._log_index import LogIndex
-from .._tool_scope import refuse_own_tool
-from ..conversation_config import CONFIG_FIELDS, ConversationConfig, config_problem, own_value, reasoning_settings
 from ..engine import TurnOptions, TurnResult, interrupted_results, plan_turn, run_turn
+from ..engine._tool_scope import refuse_own_tool
 from ..engine.plan import CheckedSettings, mode_meta
 from ..errors import StoreError, UserError
-from ..mentions import Mentions
 from ..message_fields import field_problem
 from ..message_list import MessageList
 from ..message_types import MODES, AssistantMessage, Message, MessageMeta, UserMessage
 from ..tools import ResolvedTools, ToolHost, resolve_tools
+from ._log_index import LogIndex
+from .config import CONFIG_FIELDS, ConversationConfig, config_problem, own_value, reasoning_settings
 from .context import ConversationContext
 from .lock import TurnHold, TurnLock
+from .mentions import Mentions
 
 if TYPE_CHECKING:
     from ..models.base import Model

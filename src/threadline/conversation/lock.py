@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._numbers import finite_problem
 from .._sync import in_event_loop
-from .._tool_scope import refuse_own_tool
+from ..engine._tool_scope import refuse_own_tool
 from ..errors import ConversationBusy, UserError
 from ._gate import GateState, Lease, TurnGate, wait_for_lease, wait_for_lease_async
 
 if TYPE_CHECKING:
-    from ..conversation_config import ConversationConfig
     from ..store.base import Store
+    from .config import ConversationConfig
 
 __all__ = ["LockOwner", "TurnHold", "TurnLock"]
 

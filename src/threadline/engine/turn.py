@@ -27,7 +27,6 @@ import msgspec
 from .._exception_text import describe_exception, exception_message, readable_message, type_name
 from .._ids import new_id
 from .._masking import environment_secrets, mask_secrets
-from .._tool_scope import ToolRound
 from ..errors import ModelError, UserError
 from ..message_list import MessageList
 from ..message_types import (
@@ -45,6 +44,7 @@ from ..message_types import (
 from ..models.base import ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from ..tools import ResolvedTools, execute_tool_call
 from ..tracing import hooks as tracing
+from ._tool_scope import ToolRound
 from .plan import TurnOptions
 from .response import check_response
 

@@ -4,7 +4,7 @@ A plain function (sync or async) is a tool: its name, its docstring as the descr
 type hints (built with pydantic, imported only when a tool is made). ``@tool(...)`` overrides name, description and
 timeout. `Tool.from_schema` makes a tool from a JSON schema instead (the tools of an MCP server). `Toolset.from_object`
 turns every public method of an object into a tool named ``"<Name>.<method>"``; `Toolset.from_mcp` does the same for
-the tools of an MCP server (see `threadline.mcp_toolset`). Both kinds of toolset are `BaseToolset`s, which is what
+the tools of an MCP server (see `threadline.tools.mcp.toolset`). Both kinds of toolset are `BaseToolset`s, which is what
 the rest of the library accepts.
 
 The model's arguments are validated against the schema before the call; invalid JSON, schema violations, unknown

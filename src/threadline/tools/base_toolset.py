@@ -1,6 +1,6 @@
 """`BaseToolset`: what every toolset is to the rest of the library — a named group of tools, with optional
 instructions for the system prompt, offered per request (`bind`). `Toolset` (a fixed list) and
-`threadline.mcp_toolset.MCPToolset` (a server's tools, listed on first use) are its two kinds; both are accepted
+`threadline.tools.mcp.toolset.MCPToolset` (a server's tools, listed on first use) are its two kinds; both are accepted
 wherever tools are.
 
 The two kinds share this base rather than one deriving from the other: an MCP toolset is made by

@@ -21,7 +21,7 @@ from .tool import Tool, ToolArgumentsError
 if TYPE_CHECKING:
     import asyncio
 
-    from .._workers import Outcome
+    from ._workers import Outcome
 
 __all__ = ["CANCEL_GRACE", "describe_exception", "encode_result", "execute_tool_call"]
 
@@ -262,7 +262,7 @@ async def _run_sync(work: Callable[..., Any], args: tuple[Any, ...], limit: floa
     """
     import asyncio  # imported on first use: see threadline._sync
 
-    from .._workers import start
+    from ._workers import start
 
     stop = threading.Event()
     future = start(work, *args, stop)
@@ -315,7 +315,7 @@ async def _outcome(handler: Callable[..., Any], kwargs: Mapping[str, Any], done:
     ``SystemExit`` would take the event loop down with it), except the cancellation of this task."""
     import asyncio
 
-    from .._workers import Outcome
+    from ._workers import Outcome
 
     try:
         outcome = Outcome(True, await handler(**kwargs))

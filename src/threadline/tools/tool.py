@@ -141,7 +141,7 @@ class Tool:
         """
         if self.is_async:
             return await self.handler(**kwargs)
-        from .._workers import start
+        from ._workers import start
 
         outcome = await start(self.handler, **kwargs)
         if outcome.ok:

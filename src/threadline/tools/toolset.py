@@ -1,6 +1,6 @@
 """`Toolset`: a named group of tools with instructions for the system prompt, made from a list or from the public
 methods of an object (`Toolset.from_object`); `Toolset.from_mcp` makes the other kind of toolset, the tools of an
-MCP server (`threadline.mcp_toolset.MCPToolset`)."""
+MCP server (`threadline.tools.mcp.toolset.MCPToolset`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .base_toolset import BaseToolset
 from .tool import Tool, as_tool
 
 if TYPE_CHECKING:
-    from ..mcp_toolset import MCPToolset
+    from .mcp.toolset import MCPToolset
 
 __all__ = ["Toolset", "describable_toolset"]
 
@@ -95,7 +95,7 @@ class Toolset(BaseToolset):
         Give either ``command`` (a stdio server, started as a child process) or ``url`` (a streamable-HTTP
         server). Nothing is started here: the server is connected on first use (listing the tools or calling one),
         the connection is reused across turns, and it is closed by ``close()`` (or ``with``/``async with``), when
-        the toolset is garbage-collected, or at exit. See `threadline.mcp_toolset.MCPToolset`.
+        the toolset is garbage-collected, or at exit. See `threadline.tools.mcp.toolset.MCPToolset`.
 
         Args:
             command: The server's command line, e.g. ``["uvx", "mcp-server-time"]`` (a string is split as a shell
@@ -115,7 +115,7 @@ class Toolset(BaseToolset):
         Raises:
             UserError: for bad arguments, or when the ``mcp`` extra is not installed.
         """
-        from ..mcp_toolset import MCPToolset
+        from .mcp.toolset import MCPToolset
 
         return MCPToolset(
             command=command,

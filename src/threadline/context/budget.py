@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .message_types import Message
+from ..message_types import Message
 
 if TYPE_CHECKING:
-    from .models.base import Model
+    from ..models.base import Model
 
 __all__ = ["ContextReport", "ContextSettings", "DroppedMessage", "estimate_tokens"]
 

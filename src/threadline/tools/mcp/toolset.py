@@ -11,7 +11,7 @@ A call's result is mapped to the text of the tool result: text blocks as they ar
 no text carries it, images and other binary content as a short line naming their type and size (a tool result is
 text). An ``isError`` result, a server that died, hung past the timeout or refused the call all raise
 `MCPToolError` from the handler, which the turn engine records as an error result: the loop goes on. The connection
-itself (its own thread and loop, restart, shutdown) is `threadline.mcp_connection.MCPConnection`.
+itself (its own thread and loop, restart, shutdown) is `threadline.tools.mcp.connection.MCPConnection`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Se
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .errors import UserError
-from .mcp_connection import MCPConnection, MCPConnectionError, MCPToolError, ServerListing, safe_url
-from .tools.base_toolset import BaseToolset
-from .tools.tool import Tool, ToolArgumentsError
-from .tracing import hooks as tracing
+from ...errors import UserError
+from ...tracing import hooks as tracing
+from ..base_toolset import BaseToolset
+from ..tool import Tool, ToolArgumentsError
+from .connection import MCPConnection, MCPConnectionError, MCPToolError, ServerListing, safe_url
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult

@@ -28,26 +28,34 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ._exception_text import describe_exception, exception_message, readable_message, type_name
-from .errors import ThreadlineError
+from ..._exception_text import readable_message
+from ...errors import ThreadlineError
+from ._session import (
+    CLOSE_WAIT,
+    CallHandle,
+    ServerListing,
+    Session,
+    abandon_session,
+    describe_failure,
+    end_session,
+    list_tools,
+    run_loop,
+    settle,
+    stderr_tail,
+)
 
 if TYPE_CHECKING:
     import concurrent.futures
     from collections.abc import AsyncIterator, Coroutine
 
-    from mcp import Client
-    from mcp.types import CallToolResult, Tool
+    from mcp.types import CallToolResult
 
 __all__ = ["MCPConnection", "MCPConnectionError", "MCPToolError", "ServerListing", "safe_url"]
 
 logger = logging.getLogger("threadline.mcp")
-
-_CLOSE_WAIT = 10.0  # seconds: the SDK's own shutdown waits at most ~6 s (stdin close, SIGTERM, SIGKILL)
-_MAX_PAGES = 100  # tools/list pages read at most: a server that pages forever cannot hang the start
 
 
 class MCPConnectionError(ThreadlineError):
@@ -68,42 +76,6 @@ class MCPToolError(Exception):
 
     Raised by the tool's handler, so the turn engine turns it into an error result for the model.
     """
-
-
-@dataclass(frozen=True)
-class ServerListing:
-    """What a server said about itself when it was connected."""
-
-    name: str | None
-    instructions: str | None
-    tools: list[Tool]
-
-
-@dataclass(eq=False)
-class _Session:
-    """One open client session, owned by a task on the connection's loop."""
-
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-    client: Client | None = None
-    listing: ServerListing | None = None
-    # The stdio transport's receive stream: once its sending side is closed, the server's stdout has ended.
-    read_stream: Any = None
-    broken: bool = False
-    stderr: IO[str] | None = None
-    # Set by the start: done once the tools are listed (or the start failed).
-    ready: asyncio.Future[None] | None = None
-    # Set when `close` stopped the session while it was starting.
-    closed: bool = False
-
-    def alive(self) -> bool:
-        if self.broken or self.client is None or (self.task is not None and self.task.done()):
-            return False
-        if self.read_stream is not None:
-            statistics = getattr(self.read_stream, "statistics", None)
-            if statistics is not None and statistics().open_send_streams == 0:
-                return False
-        return True
 
 
 class MCPConnection:
@@ -139,10 +111,10 @@ class MCPConnection:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._session: _Session | None = None  # touched only on the connection's loop
+        self._session: Session | None = None  # touched only on the connection's loop
         self._opening: asyncio.Lock | None = None  # made on the connection's loop
         # The session being started and the task waiting for it, so `close` can stop a start (on the loop, too).
-        self._starting: tuple[_Session, asyncio.Task[Any] | None] | None = None
+        self._starting: tuple[Session, asyncio.Task[Any] | None] | None = None
         _open_connections.add(self)
 
     # -- used from any thread ------------------------------------------------------------------------------------
@@ -152,7 +124,7 @@ class MCPConnection:
         Raises:
             MCPConnectionError: when the server cannot be started or does not answer within the timeout.
         """
-        session: _Session = self._submit(self._ensure_session()).result()
+        session: Session = self._submit(self._ensure_session()).result()
         assert session.listing is not None  # set before the session is handed out
         return session.listing
 
@@ -166,7 +138,7 @@ class MCPConnection:
         # (half the cost of a hop, measured in bench/bench_tools.py).
         caller = asyncio.get_running_loop()
         done: asyncio.Future[CallToolResult] = caller.create_future()
-        handle = _CallHandle()
+        handle = CallHandle()
         loop = self._running_loop()
         loop.call_soon_threadsafe(self._start_call, name, dict(arguments), caller, done, handle)
         try:
@@ -182,7 +154,7 @@ class MCPConnection:
         arguments: dict[str, Any],
         caller: asyncio.AbstractEventLoop,
         done: asyncio.Future[CallToolResult],
-        handle: _CallHandle,
+        handle: CallHandle,
     ) -> None:
         """On the connection's loop: run one call as a task that hands its outcome to the caller's loop."""
         if handle.cancelled:
@@ -200,7 +172,7 @@ class MCPConnection:
             except Exception as exc:
                 outcome = (None, exc)
             with suppress(RuntimeError):  # the caller's loop is closed: nobody is waiting
-                caller.call_soon_threadsafe(_settle, done, *outcome)
+                caller.call_soon_threadsafe(settle, done, *outcome)
 
         handle.task = asyncio.get_running_loop().create_task(run())
 
@@ -210,7 +182,7 @@ class MCPConnection:
         session = self._session
         return session is not None and session.alive()
 
-    def close(self, timeout: float = _CLOSE_WAIT) -> None:
+    def close(self, timeout: float = CLOSE_WAIT) -> None:
         """Shut the server down and stop the connection's thread; waits up to ``timeout`` seconds.
 
         A later call opens a new connection.
@@ -266,7 +238,7 @@ class MCPConnection:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(
-                    target=_run_loop, args=(loop,), name=f"threadline-mcp:{self.label}", daemon=True
+                    target=run_loop, args=(loop,), name=f"threadline-mcp:{self.label}", daemon=True
                 )
                 thread.start()
                 self._loop, self._thread = loop, thread
@@ -282,16 +254,16 @@ class MCPConnection:
                 # whoever waits for it hear why before the loop stops.
                 pending, waiter = starting
                 pending.closed = True
-                await _abandon(pending)
+                await abandon_session(pending)
                 if waiter is not None and not waiter.done():
-                    await asyncio.wait({waiter}, timeout=_CLOSE_WAIT)
+                    await asyncio.wait({waiter}, timeout=CLOSE_WAIT)
             if session is not None:
-                await _end(session)
+                await end_session(session)
         finally:
             loop.stop()
 
     # -- on the connection's loop --------------------------------------------------------------------------------
-    async def _ensure_session(self) -> _Session:
+    async def _ensure_session(self) -> Session:
         session = self._session
         if session is not None and session.alive():  # the usual case: no lock to take
             return session
@@ -303,17 +275,17 @@ class MCPConnection:
                 return session
             if session is not None:
                 self._session = None
-                await _end(session)
+                await end_session(session)
             session = await self._start()
             self._session = session
             return session
 
-    async def _start(self) -> _Session:
+    async def _start(self) -> Session:
         # The SDK is imported before the clock starts: on a busy machine its first import takes seconds, which are
         # ours, not the server's.
         import mcp.client.stdio  # noqa: F401
 
-        session = _Session()
+        session = Session()
         if self.command is not None:
             # The server's stderr (its logs; its traceback if it fails) goes to a temporary file, not our terminal;
             # the end of it is quoted when the server fails to start.
@@ -325,13 +297,13 @@ class MCPConnection:
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
         except TimeoutError:
-            tail = self._redact(_stderr_tail(session))
-            await _abandon(session)
+            tail = self._redact(stderr_tail(session))
+            await abandon_session(session)
             reason = f"it did not finish starting within {self.start_timeout:g} s"
             raise MCPConnectionError(f"MCP server {self.label}: {reason}{tail}", reason) from None
         except BaseException as exc:
-            tail = self._redact(_stderr_tail(session))
-            await _abandon(session)
+            tail = self._redact(stderr_tail(session))
+            await abandon_session(session)
             if session.closed:
                 reason = "the toolset was closed while the server was starting"
                 raise MCPConnectionError(f"MCP server {self.label}: {reason}", reason) from None
@@ -345,7 +317,7 @@ class MCPConnection:
                 self._starting = None
         return session
 
-    async def _own(self, session: _Session, ready: asyncio.Future[None]) -> None:
+    async def _own(self, session: Session, ready: asyncio.Future[None]) -> None:
         """Open the client session, list the tools, then hold the session open until told to stop."""
         from mcp import Client
 
@@ -353,7 +325,7 @@ class MCPConnection:
             transport: Any = self._stdio(session) if self.command is not None else self.url
             async with Client(transport, cache=None) as client:
                 session.client = client
-                session.listing = await _list(client)
+                session.listing = await list_tools(client)
                 ready.set_result(None)
                 await session.stop.wait()
         except BaseException as exc:
@@ -361,13 +333,13 @@ class MCPConnection:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else MCPConnectionError("the start was stopped"))
             elif not isinstance(exc, asyncio.CancelledError):
-                logger.debug("MCP session of %s ended: %s", self.label, _describe(exc))
+                logger.debug("MCP session of %s ended: %s", self.label, describe_failure(exc))
             if not isinstance(exc, Exception):
                 raise
         finally:
             session.broken = True
 
-    def _stdio(self, session: _Session) -> Any:
+    def _stdio(self, session: Session) -> Any:
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
@@ -421,7 +393,7 @@ class MCPConnection:
         except Exception as exc:
             session.broken = True
             raise MCPToolError(
-                f"the connection to the MCP server {self.label} failed: {self._redact(_describe(exc))} "
+                f"the connection to the MCP server {self.label} failed: {self._redact(describe_failure(exc))} "
                 "(it is reopened on the next call)"
             ) from None
 
@@ -434,7 +406,7 @@ class MCPConnection:
             inner = inner.exceptions[0]
         if isinstance(inner, MCPError) and inner.code == CONNECTION_CLOSED:
             return "it exited before it answered" if self.command is not None else "it closed the connection"
-        return _describe(exc)
+        return describe_failure(exc)
 
     def _redact(self, text: str) -> str:
         """Text for a message, without the secrets we were given: ``env`` values and the URL's credentials."""
@@ -448,95 +420,6 @@ class MCPConnection:
         return text
 
 
-class _CallHandle:
-    """A call's task on the connection's loop, so the caller can cancel it (even before it starts)."""
-
-    __slots__ = ("cancelled", "task")
-
-    def __init__(self) -> None:
-        self.cancelled = False
-        self.task: asyncio.Task[None] | None = None
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self.task is not None:
-            self.task.cancel()
-
-
-def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    """On the caller's loop: hand the call's outcome over, unless the caller stopped waiting."""
-    if done.done():
-        return
-    if error is not None:
-        done.set_exception(error)
-    else:
-        done.set_result(result)
-
-
-async def _end(session: _Session) -> None:
-    """Close a session: let its owner task leave the client (which stops a stdio server), bounded in time."""
-    session.broken = True
-    session.stop.set()
-    task = session.task
-    try:
-        if task is not None and not task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(task), _CLOSE_WAIT)
-            except TimeoutError:
-                task.cancel()
-                with suppress(BaseException):
-                    await task
-            except asyncio.CancelledError:
-                if not task.cancelled():  # we are being cancelled ourselves, not the owner
-                    raise
-            except Exception:  # the owner logs how its session ended
-                pass
-    finally:
-        if session.stderr is not None:
-            session.stderr.close()
-
-
-async def _abandon(session: _Session) -> None:
-    """Stop a session that never finished starting: its owner task is cancelled at once, since it never reached
-    the point where it waits to be told to stop (waiting for that cost up to `_CLOSE_WAIT` more seconds after a
-    start that had timed out). Cancelling it runs the SDK's stop sequence, so no server process is left running."""
-    if session.ready is not None and not session.ready.done():
-        session.ready.cancel()
-    if session.task is not None and not session.task.done():
-        session.task.cancel()
-    await _end(session)
-
-
-async def _list(client: Client) -> ServerListing:
-    tools: list[Tool] = []
-    cursor: str | None = None
-    for _ in range(_MAX_PAGES):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    info = client.server_info
-    return ServerListing(name=info.name if info is not None else None, instructions=client.instructions, tools=tools)
-
-
-def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
-    asyncio.set_event_loop(loop)
-    try:
-        loop.run_forever()
-    finally:
-        try:
-            pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            loop.close()
-
-
 def safe_url(url: str) -> str:
     """A URL as messages may show it: without user, password, query or fragment (where tokens travel)."""
     parts = urlsplit(url)
@@ -547,44 +430,13 @@ def safe_url(url: str) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
-def _describe(exc: BaseException) -> str:
-    """One line for an exception, looking inside the exception groups anyio raises."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(inner) for inner in exc.exceptions)
-    if isinstance(exc, FileNotFoundError) and exc.filename:
-        return f"no such program: {exc.filename}"
-    text = exception_message(exc)  # the client's and the server's exceptions: read safely, as a tool's are
-    if text is None:
-        return describe_exception(exc)
-    text = text.strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{type_name(exc)}: {first}" if first else type_name(exc)
-
-
-def _stderr_tail(session: _Session, lines: int = 3) -> str:
-    """The last lines the server wrote to stderr, to explain a failed start."""
-    stream = session.stderr
-    if stream is None or stream.closed:
-        return ""
-    try:
-        stream.flush()
-        size = stream.seek(0, os.SEEK_END)
-        stream.seek(max(0, size - 4000))
-        tail = [line.strip() for line in stream.read().splitlines() if line.strip()][-lines:]
-    except (OSError, ValueError):
-        return ""
-    return f" (server stderr: {' | '.join(tail)})" if tail else ""
-
-
 _open_connections: weakref.WeakSet[MCPConnection] = weakref.WeakSet()
 _shutting_down: set[asyncio.Task[None]] = set()
 
 
 # What a forked child inherited of its parent's connections. Kept, never used: if collected, the dead loop's pending
 # tasks would each log "Task was destroyed but it is pending!".
-_inherited: list[tuple[asyncio.AbstractEventLoop | None, _Session | None]] = []
+_inherited: list[tuple[asyncio.AbstractEventLoop | None, Session | None]] = []
 
 
 def _forget_all_after_fork() -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .message_types import Message, UserMessage
-from .tools import BaseToolset, ResolvedTools, Tool, ToolHost, Toolset, describe_exception
-from .tools.toolset import describable_toolset
+from ..message_types import Message, UserMessage
+from ..tools import BaseToolset, ResolvedTools, Tool, ToolHost, Toolset, describe_exception
+from ..tools.toolset import describable_toolset
 
 __all__ = ["Mentions"]
 

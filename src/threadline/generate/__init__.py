@@ -14,6 +14,10 @@ tools reported a failure that may pass (`note_transient_failure`: an `agent_tool
 retryable error, or that its timeout stopped), so the next identical request runs again instead of replaying it.
 Within one process, calls with the same hash that overlap in time share one model call (the in-flight table below),
 whether or not there is a cache.
+
+The package: this module (`generate_text` and its host), `result` (`GenerateTextResult`, its cached form,
+`find_tool_result`), `hashing` (`request_hash`), `reactive` (`Cell`, `reactive_generate_text`) and `agents`
+(`agent_tool`). `threadline` exports their public names.
 """
 
 from __future__ import annotations
@@ -27,19 +31,19 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._ids import new_id
-from .context import BuiltContext, ContextBuilder, ContextSettings, ModePrompts
-from .engine import TurnOptions, TurnResult, run_turn
-from .engine.plan import MAX_TOOL_ROUNDS
-from .errors import ModelError, UserError
-from .generate_result import GenerateStep, GenerateTextResult, cache_key, result_from_cache, result_to_cache
+from .._ids import new_id
+from ..context import BuiltContext, ContextBuilder, ContextSettings, ModePrompts
+from ..engine import TurnOptions, TurnResult, run_turn
+from ..engine.plan import MAX_TOOL_ROUNDS
+from ..errors import ModelError, UserError
+from ..message_list import MessageList
+from ..message_types import AssistantMessage, Message, ToolMessage, UserMessage
+from ..models.base import Model
+from ..store.base import Store
+from ..tools import ResolvedTools, Tool
+from ..tracing import hooks as tracing
 from .hashing import GenerateRequest, hash_request, prepare_request
-from .message_list import MessageList
-from .message_types import AssistantMessage, Message, ToolMessage, UserMessage
-from .models.base import Model
-from .store.base import Store
-from .tools import ResolvedTools, Tool
-from .tracing import hooks as tracing
+from .result import GenerateStep, GenerateTextResult, cache_key, result_from_cache, result_to_cache
 
 if TYPE_CHECKING:
     import asyncio
@@ -277,7 +281,7 @@ def generate_text_sync(**kwargs: Any) -> GenerateTextResult:
     Raises:
         RuntimeError: when called inside a running event loop (await `generate_text` there).
     """
-    from ._sync import run_sync
+    from .._sync import run_sync
 
     return run_sync(generate_text(**kwargs))
 
@@ -362,7 +366,7 @@ async def _run(
     store: Store | None,
     conversation_id: str | None,
 ) -> GenerateTextResult:
-    from .models import get_model
+    from ..models import get_model
 
     input_count = len(request.messages)
     host = GenerateHost(request, get_model(request.model), store, conversation_id, on_partial)

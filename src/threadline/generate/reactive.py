@@ -29,13 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .errors import UserError
+from ..errors import UserError
 
 if TYPE_CHECKING:
     import asyncio
 
-    from .generate_result import GenerateTextResult
-    from .message_list import MessageList
+    from ..message_list import MessageList
+    from .result import GenerateTextResult
 
 __all__ = ["Cell", "GenerateTextState", "GenerationCell", "reactive_generate_text"]
 
@@ -236,8 +236,8 @@ class _Runner:
     async def run(self, generation: int, arguments: dict[str, Any]) -> None:
         import asyncio
 
-        from .errors import ModelError
-        from .generate import generate_text
+        from ..errors import ModelError
+        from . import generate_text
 
         def on_partial(text: str) -> None:
             self.partial(generation, text)

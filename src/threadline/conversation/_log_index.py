@@ -7,8 +7,8 @@ kept up to date message by message, so each lookup costs the same however long t
 
 from __future__ import annotations
 
-from .message_list import MessageList
-from .message_types import AssistantMessage, Message, ToolMessage, UserMessage
+from ..message_list import MessageList
+from ..message_types import AssistantMessage, Message, ToolMessage, UserMessage
 
 __all__ = ["LogIndex"]
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import msgspec
 
-from ._numbers import finite_problem
-from .context import ContextBuilder, ContextSettings
-from .engine.plan import (
+from .._numbers import finite_problem
+from ..context import ContextBuilder, ContextSettings
+from ..engine.plan import (
     EXTRA_PREFIXES,
     MAX_TOOL_ROUNDS,
     SETTING_KEYS,
@@ -23,8 +23,8 @@ from .engine.plan import (
     reasoning_settings,
     setting_problem,
 )
-from .errors import UserError
-from .models.base import Model, ReasoningSettings
+from ..errors import UserError
+from ..models.base import Model, ReasoningSettings
 
 __all__ = [
     "CONFIG_FIELDS",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Protocol
 
-from .errors import ConversationBusy
+from ..errors import ConversationBusy
 
 __all__ = ["Owner", "ToolRound", "refuse_own_tool"]
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._cache_keys import conversation_cache_prefix
-from .message_types import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
-from .models.base import ModelRequest, ModelResponse, ModelSettings, TextDelta
+from .._cache_keys import conversation_cache_prefix
+from ..message_types import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ..models.base import ModelRequest, ModelResponse, ModelSettings, TextDelta
 
 if TYPE_CHECKING:
-    from .message_list import MessageList
-    from .models.base import Model
+    from ..message_list import MessageList
+    from ..models.base import Model
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "summarize", "summary_of_span", "transcript"]
 
@@ -100,7 +100,7 @@ async def summary_of_span(
 ) -> str | None:
     """A summary of ``messages[head:cut]`` (what the window dropped), rolled forward from the last one and cached by
     span through ``cache_get``/``cache_put``; None when the summarizer fails (the window is then sent without it)."""
-    from .models import get_model
+    from ..models import get_model
 
     first, last = messages[head].id, messages[cut - 1].id
     prefix = conversation_cache_prefix(conversation_id)  # deleted with the conversation

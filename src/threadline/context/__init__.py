@@ -12,6 +12,9 @@ the log. Calls left without a result are answered with a synthetic ``interrupted
 
 Large tool outputs are sent as a preview plus ``Full output: artifact://<conversation>/<tool_call_id>``; the full
 text is saved as an artifact and the model can read it with the built-in ``read_artifact`` tool.
+
+The package: this module (the builder), `budget` (the settings and the report), `_window` (the window of the log a
+request carries) and `_summary` (summaries of the messages a window drops, when a summarizer is set).
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..message_list import MessageList
+from ..message_types import Message, SystemMessage
 from ._window import select_window
-from .context_budget import ContextReport, ContextSettings, DroppedMessage, estimate_tokens
-from .message_list import MessageList
-from .message_types import Message, SystemMessage
+from .budget import ContextReport, ContextSettings, DroppedMessage, estimate_tokens
 
 if TYPE_CHECKING:
     pass

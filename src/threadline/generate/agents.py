@@ -25,14 +25,14 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .builder import PromptBuilder
-from .conversation import Conversation
-from .errors import ModelError, UserError
-from .message_types import UserMessage
-from .tools import Tool, ToolArgumentsError, encode_result
+from ..builder import PromptBuilder
+from ..conversation import Conversation
+from ..errors import ModelError, UserError
+from ..message_types import UserMessage
+from ..tools import Tool, ToolArgumentsError, encode_result
 
 if TYPE_CHECKING:
-    from .store.base import Store
+    from ..store.base import Store
 
 __all__ = ["agent_tool"]
 
@@ -175,14 +175,14 @@ def _note_unfinished(exc: BaseException) -> None:
     import asyncio
 
     if (isinstance(exc, ModelError) and exc.retryable) or isinstance(exc, asyncio.CancelledError):
-        from .generate import note_transient_failure
+        from . import note_transient_failure
 
         note_transient_failure()
 
 
 def _answer(value: Any) -> str:
     """A callable's return value as the tool's result."""
-    from .generate_result import GenerateTextResult
+    from .result import GenerateTextResult
 
     if isinstance(value, GenerateTextResult):
         return _result(value.text, value.stop_reason, value.conversation_id)

@@ -20,9 +20,8 @@ from typing import Any
 
 import msgspec
 
-from ._artifact_names import READ_ARTIFACT, artifact_name, artifact_uri
-from .context_budget import ContextReport, ContextSettings, DroppedMessage
-from .message_types import (
+from .._artifact_names import READ_ARTIFACT, artifact_name, artifact_uri
+from ..message_types import (
     INTERRUPTED_TOOL,
     AssistantMessage,
     Message,
@@ -32,6 +31,7 @@ from .message_types import (
     UserMessage,
     content_for_model,
 )
+from .budget import ContextReport, ContextSettings, DroppedMessage
 
 __all__ = ["select_window", "text_of"]
 

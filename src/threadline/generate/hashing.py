@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .engine.plan import MAX_TOOL_ROUNDS, TOOL_TIMEOUT, plan_turn
-from .errors import ProtocolError, UserError
-from .message_list import MessageList
-from .message_types import (
+from ..engine.plan import MAX_TOOL_ROUNDS, TOOL_TIMEOUT, plan_turn
+from ..errors import ProtocolError, UserError
+from ..message_list import MessageList
+from ..message_types import (
     INTERRUPTED_TOOL,
     AssistantMessage,
     Message,
@@ -39,11 +39,11 @@ from .message_types import (
     UserMessage,
     user,
 )
-from .models.base import Model, ModelSettings
-from .tools import BaseToolset, ResolvedTools, Tool, Toolset, as_tool, is_dynamic_provider, resolve_tools
+from ..models.base import Model, ModelSettings
+from ..tools import BaseToolset, ResolvedTools, Tool, Toolset, as_tool, is_dynamic_provider, resolve_tools
 
 if TYPE_CHECKING:
-    from .models.base import ToolSpec
+    from ..models.base import ToolSpec
 
 __all__ = ["HASH_VERSION", "GenerateRequest", "hash_request", "prepare_request", "request_hash"]
 
@@ -177,7 +177,7 @@ def _assemble(
     if isinstance(model, Model):
         model_name = model.name
     elif model is None:
-        from .models import default_model_name
+        from ..models import default_model_name
 
         model_name = default_model_name()
     elif isinstance(model, str) and model.strip():
@@ -343,7 +343,7 @@ def _as_dict(item: Any) -> Any:
     if isinstance(item, Mapping):
         return dict(item)
     if isinstance(item, _MESSAGE_KINDS):
-        from .serialization import dump_dict
+        from ..serialization import dump_dict
 
         return dump_dict([item])["messages"][0]
     return item  # not a message: the reader names its position
@@ -354,7 +354,7 @@ def _context(context: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         return []
     if not isinstance(context, Mapping):
         raise UserError("context must be a mapping of document names to documents")
-    from .tools import encode_result
+    from ..tools import encode_result
 
     out: list[tuple[str, str]] = []
     for name, document in context.items():

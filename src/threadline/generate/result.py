@@ -15,10 +15,10 @@ from typing import Annotated, Any
 
 import msgspec
 
-from .errors import ProtocolError
-from .message_list import MessageList, validate_messages
-from .message_types import AssistantMessage, Message, ToolMessage, Usage, content_for_model
-from .serialization import dump_dict, typed_decoder
+from ..errors import ProtocolError
+from ..message_list import MessageList, validate_messages
+from ..message_types import AssistantMessage, Message, ToolMessage, Usage, content_for_model
+from ..serialization import dump_dict, typed_decoder
 
 __all__ = [
     "CACHE_PREFIX",
@@ -151,7 +151,7 @@ def result_to_cache(result: GenerateTextResult, input_count: int) -> dict[str, A
 
 def _sent_from_log(messages: Iterable[Message]) -> tuple[list[Message], bool]:
     """The messages of the log a ``generate_text`` request carries, as its context builder sends them (the whole
-    log, `threadline._window`'s rules): UI-only events and empty answers left out, a failed call as its partial
+    log, `threadline.context._window`'s rules): UI-only events and empty answers left out, a failed call as its partial
     text ending in its error block. And whether that is the log itself, unchanged."""
     sent: list[Message] = []
     same = True
