@@ -29,18 +29,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
-
-import msgspec
+from typing import Any, ClassVar
 
 from .._cache_keys import conversation_cache_prefix
-from ..errors import StoreError
 from ..message_list import MessageList
 from ..message_types import Message, ToolMessage
 from ._search import query_words, search_text, words_match
-
-if TYPE_CHECKING:
-    from .leases import Lease
+from .capabilities import ArtifactStore, BrowsableStore, CacheStore, ConversationStore, PageStore
 
 __all__ = [
     "ConversationInfo",
@@ -136,8 +131,12 @@ class ImportItem:
     messages: Sequence[Message]
 
 
-class Store(ABC):
+class Store(ConversationStore, BrowsableStore, ArtifactStore, CacheStore, PageStore, ABC):
     """A conversation store. Use `threadline.open_store` to get one.
+
+    It offers every capability of `threadline.store.capabilities` (`ConversationStore`, `BrowsableStore`,
+    `ArtifactStore`, `CacheStore`, `PageStore`), and inherits their defaults: ``has_conversation``, ``try_lease``
+    (writers of this process only; SQLite and PostgreSQL override it), ``append_checked`` and ``cache_get_raw``.
 
     Attributes:
         url: Where the store is.
@@ -160,16 +159,6 @@ class Store(ABC):
     @abstractmethod
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
         """Metadata of one conversation. Raises `StoreError` if there is none with that id."""
-
-    def has_conversation(self, conversation_id: str) -> bool:
-        """Whether a conversation with that id exists."""
-        from ..errors import StoreError
-
-        try:
-            self.get_conversation(conversation_id)
-        except StoreError:
-            return False
-        return True
 
     @abstractmethod
     def list_conversations(self, limit: int = 50, offset: int = 0) -> list[ConversationInfo]:
@@ -222,32 +211,6 @@ class Store(ABC):
                 (then nothing is appended).
             ConversationBusy: if ``expected_count`` is given and does not match.
         """
-
-    def append_checked(self, conversation_id: str, messages: Sequence[Message], expected_count: int) -> None:
-        """Append as a writer whose view of the log is ``expected_count`` messages long, and who has checked each
-        message's fields (`threadline.message_fields.field_problem`): `append` with the count when this store checks
-        it (`checks_append_count`), without it when the store declares it does not. The stores of threadline do not
-        check those fields a second time here (their `append` checks them for every other caller).
-
-        Raises:
-            StoreError: if the store claims the count (the default) but its ``append`` does not take it (nothing
-                was appended); or as `append`.
-            ConversationBusy: as `append`.
-        """
-        if not self.checks_append_count:
-            self.append(conversation_id, messages)
-            return
-        try:
-            self.append(conversation_id, messages, expected_count=expected_count)
-        except TypeError as exc:
-            if "unexpected keyword argument 'expected_count'" not in str(exc):
-                raise
-            kind = type(self).__name__
-            raise StoreError(
-                f"{kind}.append does not take expected_count, which every Store's append takes (it refuses a write "
-                f"when another writer appended without the lease): add it, or declare checks_append_count = False on "
-                f"{kind} to be written to with the lease alone (nothing was appended)"
-            ) from None
 
     @abstractmethod
     def load(self, conversation_id: str) -> MessageList:
@@ -366,23 +329,6 @@ class Store(ABC):
                 nothing is written).
         """
 
-    def try_lease(self, conversation_id: str) -> Lease | None:
-        """Take the conversation's writer lease if no other writer holds it; never waits.
-
-        A turn holds the lease from the messages it adds to its last answer, so writers take turns instead of
-        interleaving. The lease is released with `Lease.release`, and dies with its holder (a killed process leaves
-        nothing stuck). The conversation need not exist yet.
-
-        This default excludes writers of this process only (one table per store object); backends shared between
-        processes (SQLite, PostgreSQL) override it.
-
-        Returns:
-            The held lease, or None when another writer holds it.
-        """
-        from .leases import local_leases
-
-        return local_leases(self).try_lease(conversation_id)
-
     # Artifacts
     @abstractmethod
     def save_artifact(self, conversation_id: str, name: str, content: str) -> str:
@@ -405,16 +351,6 @@ class Store(ABC):
     def cache_put(self, key: str, value: Any) -> None:
         """Cache a JSON-serializable value under a key (replacing any)."""
 
-    def cache_get_raw(self, key: str) -> bytes | None:
-        """A cached value as JSON bytes, exactly as the store keeps them (not decoded, so not checked), or None.
-
-        For a reader that decodes the value straight into its own types in one pass (``generate_text`` reads its
-        results so): it must treat the bytes as untrusted, since a row may have been damaged or written by another
-        version. This default re-encodes `cache_get`'s value; backends that keep the JSON return it as it is.
-        """
-        value = self.cache_get(key)
-        return None if value is None else msgspec.json.encode(value)
-
     # Pages
     @abstractmethod
     def save_page(
@@ -430,7 +366,7 @@ class Store(ABC):
     def list_pages(self, conversation_id: str) -> list[PageInfo]:
         """The pages saved under a conversation, oldest first (none for an unknown id)."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
+    def close(self) -> None:
         """Release connections."""
 
     def __enter__(self) -> Store:
