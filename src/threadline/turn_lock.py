@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 from .conversation.lock import LockOwner, TurnHold, TurnLock
 
 if TYPE_CHECKING:
-    from .store.base import Store
+    from .store.capabilities import ConversationStore
 
 __all__ = ["LockOwner", "TurnHold", "TurnLock", "append_checks_count"]
 
 
-def append_checks_count(store: Store) -> bool:
+def append_checks_count(store: ConversationStore) -> bool:
     """Whether the store's ``append`` takes ``expected_count``: what it declares (`Store.checks_append_count`; this
     was read off ``append``'s signature before)."""
     return store.checks_append_count

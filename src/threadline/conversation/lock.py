@@ -25,7 +25,7 @@ from ._gate import GateState, Lease, TurnGate, wait_for_lease, wait_for_lease_as
 
 if TYPE_CHECKING:
     from ..conversation_config import ConversationConfig
-    from ..store.base import Store
+    from ..store.capabilities import ConversationStore
 
 __all__ = ["LockOwner", "TurnHold", "TurnLock"]
 
@@ -40,7 +40,7 @@ class LockOwner(Protocol):
     def id(self) -> str: ...
 
     @property
-    def store(self) -> Store | None: ...
+    def store(self) -> ConversationStore | None: ...
 
     @property
     def config(self) -> ConversationConfig: ...

@@ -29,8 +29,8 @@ from ..errors import StoreError, UserError
 if TYPE_CHECKING:
     from ..message_list import MessageList
     from ..message_types import Message
-    from .base import ConversationInfo, ConversationSummary, MessagePage, PageInfo
     from .leases import Lease
+    from .records import ConversationInfo, ConversationSummary, MessagePage, PageInfo
 
 __all__ = [
     "ArtifactStore",
@@ -249,13 +249,13 @@ def missing_methods(store: object, capability: type) -> list[str]:
     return [name for name in names if not hasattr(store, name)]
 
 
-def require(store: object, *capabilities: type, user: str) -> None:
+def require(store: object, *capabilities: type, who: str) -> None:
     """Refuse a store that lacks one of ``capabilities``.
 
     Args:
         store: What was handed over as a store.
-        capabilities: The protocols ``user`` needs (`ConversationStore`, `BrowsableStore`, …).
-        user: Who needs them, as an error names it (``"the viewer"``, ``"Pages"``, ``"cache="``).
+        capabilities: The protocols the user needs (`ConversationStore`, `BrowsableStore`, …).
+        who: Who needs them, with its verb, as the error begins (``"the viewer needs"``, ``"cache= takes"``).
 
     Raises:
         UserError: naming each missing capability and the methods it lacks.
@@ -267,7 +267,7 @@ def require(store: object, *capabilities: type, user: str) -> None:
     parts = "; ".join(f"{capability.__name__} (no {', '.join(missing)})" for capability, missing in lacking)
     needed = ", ".join(capability.__name__ for capability in capabilities)
     raise UserError(
-        f"{user} needs a store that is a {needed} (threadline.store), and {type(store).__name__} lacks {parts}: use "
-        "a store of threadline.open_store(...), or add those methods (a subclass of a protocol inherits the ones it "
-        "has defaults for)"
+        f"{who} a store that is a {needed} (threadline.store), and {type(store).__name__} lacks {parts}: use a "
+        "store of threadline.open_store(...), or add those methods (a subclass of a protocol inherits the ones it has "
+        "defaults for)"
     )
