@@ -14,7 +14,7 @@ it:
 
 `threadline.store.Store`, the base of the built-in backends, offers them all. Each user checks for what it needs
 where it is handed a store (`require`), and refuses a store that lacks it with a `UserError` naming the capability
-and the methods missing.
+and the methods missing (docs/architecture.md#store-capabilities).
 """
 
 from __future__ import annotations
