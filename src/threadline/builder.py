@@ -34,7 +34,7 @@ from .models.base import Model, ResponseFormat
 if TYPE_CHECKING:
     import pydantic
 
-    from .store.base import Store
+    from .store.capabilities import ConversationStore
 
 __all__ = ["ROUND_BREAK", "PromptBuilder", "TextStream", "llm"]
 
@@ -53,7 +53,7 @@ class PromptBuilder:
         config: Mapping[str, Any] | None = None,
         *,
         tools: Iterable[Any] = (),
-        store: Store | None = None,
+        store: ConversationStore | None = None,
         conversation_id: str | None = None,
     ) -> None:
         self._conversation = conversation
@@ -69,7 +69,7 @@ class PromptBuilder:
         messages: tuple[Message, ...] | None = None,
         config: dict[str, Any] | None = None,
         tools: tuple[Any, ...] | None = None,
-        store: Store | None = None,
+        store: ConversationStore | None = None,
         conversation_id: str | None = None,
     ) -> PromptBuilder:
         return PromptBuilder(
@@ -196,7 +196,7 @@ class PromptBuilder:
         """A persona for the system prefix in agent and run modes."""
         return self._with_config(persona=_text(text, "persona"))
 
-    def store(self, store: Store) -> PromptBuilder:
+    def store(self, store: ConversationStore) -> PromptBuilder:
         """Keep the conversation in a store (every message persisted as it happens)."""
         return self._copy(store=store)
 

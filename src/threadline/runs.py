@@ -27,7 +27,7 @@ from .message_types import AssistantMessage, Message, MessageMeta, SystemMessage
 from .tracing import hooks as tracing
 
 if TYPE_CHECKING:
-    from .store.base import Store
+    from .store.capabilities import ConversationStore
 
 __all__ = ["Node", "NodeState", "Run", "RunResult"]
 
@@ -203,7 +203,7 @@ class Run:
     def resume(
         cls,
         conversation_id: str,
-        store: Store,
+        store: ConversationStore,
         *,
         run_id: str | None = None,
         config: ConversationConfig | None = None,

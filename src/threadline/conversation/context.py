@@ -4,6 +4,9 @@
 by the config, the window cache that keeps building cheap as the log grows, the summary of dropped messages (cached
 in the store, or in memory without one), and the artifacts — full tool outputs the request carries only as
 previews — with the ``read_artifact`` tool that lets the model read them.
+
+A store that is a `ConversationStore` only (no `CacheStore`, no `ArtifactStore`) keeps the conversation's log, and
+its summaries and artifacts stay in memory as without a store: both are made again from the log when needed.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from ..errors import StoreError
 if TYPE_CHECKING:
     from ..message_list import MessageList
     from ..models.base import Model
-    from ..store.base import Store
+    from ..store.capabilities import ArtifactStore, CacheStore, ConversationStore
     from ..tools import ResolvedTools, Tool
     from .config import ConversationConfig
 
@@ -38,7 +41,7 @@ class ConversationContext:
     id: str
     messages: MessageList
     config: ConversationConfig
-    store: Store | None
+    store: ConversationStore | None
 
     if TYPE_CHECKING:
 
@@ -105,32 +108,38 @@ class ConversationContext:
         return built
 
     def _cache_get(self, key: str) -> Any:
-        if self.store is not None:
-            return self.store.cache_get(key)
+        store = _cache_store(self.store)
+        if store is not None:
+            return store.cache_get(key)
         return self._memory_cache.get(key)
 
     def _cache_put(self, key: str, value: Any) -> None:
-        if self.store is not None:
-            self.store.cache_put(key, value)
+        store = _cache_store(self.store)
+        if store is not None:
+            store.cache_put(key, value)
         else:
             self._memory_cache[key] = value
 
     # -- artifacts --------------------------------------------------------------------------------------------
     def _save_artifact(self, name: str, content: str) -> str:
         if name not in self._saved_artifacts:
-            if self.store is not None:
+            store = _artifact_store(self.store)
+            if store is not None:
                 self.ensure_stored()
-                self.store.save_artifact(self.id, name, content)
+                store.save_artifact(self.id, name, content)
             else:
                 self._artifacts[name] = content
             self._saved_artifacts.add(name)
         return artifact_uri(self.id, name)
 
-    def _move_artifacts_to(self, store: Store) -> None:
+    def _move_artifacts_to(self, store: ConversationStore) -> None:
         """Save the artifacts kept in memory so far in ``store``, which keeps this conversation from now on (the
-        model was shown their URIs, and reads them from there)."""
+        model was shown their URIs, and reads them from there); a store that keeps no artifacts leaves them here."""
+        kept = _artifact_store(store)
+        if kept is None:
+            return
         for name, content in self._artifacts.items():
-            store.save_artifact(self.id, name, content)
+            kept.save_artifact(self.id, name, content)
         self._artifacts.clear()
 
     def read_artifact(self, name: str, offset: int = 0, limit: int | None = None) -> str:
@@ -141,8 +150,9 @@ class ConversationContext:
         """
         if offset < 0 or (limit is not None and limit < 0):
             raise ValueError("offset and limit must not be negative")
-        if self.store is not None:
-            return self.store.read_artifact(self.id, name, offset, limit)
+        store = _artifact_store(self.store)
+        if store is not None:
+            return store.read_artifact(self.id, name, offset, limit)
         if name not in self._artifacts:
             raise StoreError(f"no artifact {name!r} in conversation {self.id}")
         text = self._artifacts[name]
@@ -155,3 +165,21 @@ class ConversationContext:
 
             self._artifact_tool = artifact_reader(self)
         return self._artifact_tool
+
+
+def _artifact_store(store: ConversationStore | None) -> ArtifactStore | None:
+    """``store`` if it keeps artifacts (None without a store, or for a store that keeps the log only)."""
+    if store is None:
+        return None
+    from ..store.capabilities import ArtifactStore  # the store package loads when a store is used
+
+    return store if isinstance(store, ArtifactStore) else None
+
+
+def _cache_store(store: ConversationStore | None) -> CacheStore | None:
+    """``store`` if it has a request cache (None without a store, or for a store that keeps the log only)."""
+    if store is None:
+        return None
+    from ..store.capabilities import CacheStore
+
+    return store if isinstance(store, CacheStore) else None

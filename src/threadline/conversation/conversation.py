@@ -29,7 +29,7 @@ from .lock import TurnHold
 if TYPE_CHECKING:
     from ..builder import PromptBuilder
     from ..context import BuiltContext
-    from ..store.base import Store
+    from ..store.capabilities import ConversationStore
 
 __all__ = ["Conversation"]
 
@@ -59,7 +59,7 @@ class Conversation:
         messages: MessageList | Iterable[Message] | None = None,
         config: ConversationConfig | None = None,
         *,
-        store: Store | None = None,
+        store: ConversationStore | None = None,
         id: str | None = None,
     ) -> None:
         own = own_config(config) if config is not None else ConversationConfig()
@@ -82,7 +82,7 @@ class Conversation:
         return self.host.config
 
     @property
-    def store(self) -> Store | None:
+    def store(self) -> ConversationStore | None:
         """Where every message is kept as it happens (None: memory only; see `set_store`)."""
         return self.host.store
 
@@ -92,7 +92,7 @@ class Conversation:
         return self.host.last_turn
 
     @classmethod
-    def load(cls, id: str, store: Store, config: ConversationConfig | None = None) -> Conversation:
+    def load(cls, id: str, store: ConversationStore, config: ConversationConfig | None = None) -> Conversation:
         """Restore a stored conversation (its log and its active mode).
 
         Raises:
@@ -159,7 +159,7 @@ class Conversation:
         """Bind a live object to a mention ``ref`` (e.g. after a reload); its tools are offered from now on."""
         self.host.mentions.attach(ref, obj)
 
-    def set_store(self, store: Store) -> None:
+    def set_store(self, store: ConversationStore) -> None:
         """Keep this conversation in ``store`` from now on: its log so far is written there at once.
 
         Raises:

@@ -39,7 +39,7 @@ from .mentions import Mentions
 
 if TYPE_CHECKING:
     from ..models.base import Model
-    from ..store.base import Store
+    from ..store.capabilities import ConversationStore
 
 __all__ = ["ConversationHost"]
 
@@ -68,7 +68,7 @@ class ConversationHost(ConversationContext, Generic[C]):
         conversation: C,
         messages: MessageList | Iterable[Message] | None,
         config: ConversationConfig,
-        store: Store | None,
+        store: ConversationStore | None,
         id: str | None,
     ) -> None:
         self.conversation = conversation
@@ -164,7 +164,7 @@ class ConversationHost(ConversationContext, Generic[C]):
         finally:
             lock.leave(keep_reserved=previous == "armed")  # a reservation made before stays
 
-    def set_store(self, store: Store) -> None:
+    def set_store(self, store: ConversationStore) -> None:
         """`Conversation.set_store`: keep the conversation in ``store`` from now on."""
         if store is self.store:
             return
@@ -175,7 +175,7 @@ class ConversationHost(ConversationContext, Generic[C]):
             self._write_log(store)
         self._move_artifacts_to(store)
 
-    def _write_log(self, store: Store) -> None:
+    def _write_log(self, store: ConversationStore) -> None:
         """Write the whole log so far to ``store``, which keeps the conversation from now on (the store checks the
         messages: this host has not)."""
         self.ensure_stored()

@@ -24,7 +24,7 @@ from ..errors import ConversationBusy, UserError
 from ._gate import GateState, Lease, TurnGate, wait_for_lease, wait_for_lease_async
 
 if TYPE_CHECKING:
-    from ..store.base import Store
+    from ..store.capabilities import ConversationStore
     from .config import ConversationConfig
 
 __all__ = ["LockOwner", "TurnHold", "TurnLock"]
@@ -40,7 +40,7 @@ class LockOwner(Protocol):
     def id(self) -> str: ...
 
     @property
-    def store(self) -> Store | None: ...
+    def store(self) -> ConversationStore | None: ...
 
     @property
     def config(self) -> ConversationConfig: ...

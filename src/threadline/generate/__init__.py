@@ -39,7 +39,7 @@ from ..errors import ModelError, UserError
 from ..message_list import MessageList
 from ..message_types import AssistantMessage, Message, ToolMessage, UserMessage
 from ..models.base import Model
-from ..store.base import Store
+from ..store.capabilities import CacheStore, ConversationStore, require
 from ..tools import ResolvedTools, Tool
 from ..tracing import hooks as tracing
 from .hashing import GenerateRequest, hash_request, prepare_request
@@ -76,7 +76,7 @@ class GenerateHost:
         self,
         request: GenerateRequest,
         model: Model,
-        store: Store | None = None,
+        store: ConversationStore | None = None,
         conversation_id: str | None = None,
         on_partial: Callable[[str], Any] | None = None,
     ) -> None:
@@ -164,9 +164,9 @@ async def generate_text(
     context: Mapping[str, Any] | None = None,
     max_tool_rounds: int = MAX_TOOL_ROUNDS,
     tool_choice: str | None = None,
-    cache: Store | None = None,
+    cache: CacheStore | None = None,
     on_partial: Callable[[str], Any] | None = None,
-    store: Store | None = None,
+    store: ConversationStore | None = None,
     conversation_id: str | None = None,
     dedupe: bool = True,
     **settings: Any,
@@ -287,7 +287,7 @@ def generate_text_sync(**kwargs: Any) -> GenerateTextResult:
 
 
 def _open_log(
-    store: Store,
+    store: ConversationStore,
     conversation_id: str | None,
     request: GenerateRequest,
     request_hash: str,
@@ -348,12 +348,8 @@ def _land(flights: dict[str, _Flight], key: str, flight: _Flight, _: object) -> 
         flight.task.exception()  # retrieved here: every waiter may have gone
 
 
-def _cached(cache: Store, key: str, messages: MessageList) -> GenerateTextResult | None:
-    if not isinstance(cache, Store):
-        raise UserError(
-            f"cache= takes a store (threadline.open_store(...)), got {type(cache).__name__}; the JSON-files layout "
-            "is an import/export format and cannot cache"
-        )
+def _cached(cache: CacheStore, key: str, messages: MessageList) -> GenerateTextResult | None:
+    require(cache, CacheStore, who="cache= takes")
     data = cache.cache_get_raw(cache_key(key))
     return None if data is None else result_from_cache(data, messages, key)
 
@@ -361,9 +357,9 @@ def _cached(cache: Store, key: str, messages: MessageList) -> GenerateTextResult
 async def _run(
     request: GenerateRequest,
     key: str,
-    cache: Store | None,
+    cache: CacheStore | None,
     on_partial: Callable[[str], Any] | None,
-    store: Store | None,
+    store: ConversationStore | None,
     conversation_id: str | None,
 ) -> GenerateTextResult:
     from ..models import get_model

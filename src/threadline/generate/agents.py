@@ -32,7 +32,7 @@ from ..message_types import UserMessage
 from ..tools import Tool, ToolArgumentsError, encode_result
 
 if TYPE_CHECKING:
-    from ..store.base import Store
+    from ..store.capabilities import ConversationStore
 
 __all__ = ["agent_tool"]
 
@@ -54,7 +54,7 @@ def agent_tool(
     name: str,
     description: str,
     *,
-    store: Store | None = None,
+    store: ConversationStore | None = None,
     timeout: float | None = 600.0,
 ) -> Tool:
     """A tool that hands a task to a sub-agent and answers with the sub-agent's result.

@@ -1,5 +1,10 @@
 """Storage: `open_store(url)` gives a `Store` (SQLite by default, PostgreSQL for many hosts, memory for tests).
 
+What each user needs of a store is a protocol of `threadline.store.capabilities`: a `Conversation` needs a
+`ConversationStore`; the viewer and the command line a `BrowsableStore` too; artifacts an `ArtifactStore`, the cache
+of ``generate_text`` a `CacheStore`, ``toolboxes.Pages`` a `PageStore`. Every `Store` is all of them; a backend of
+your own may be a `ConversationStore` only.
+
 URLs:
 
 - ``None``: the SQLite file ``threadline.db`` in ``THREADLINE_HOME`` (default: the platform's user data directory);
@@ -20,13 +25,19 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import UserError
 from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo, Store, whole_tool_groups
+from .capabilities import ArtifactStore, BrowsableStore, CacheStore, ConversationStore, PageStore
 
 __all__ = [
+    "ArtifactStore",
+    "BrowsableStore",
+    "CacheStore",
     "ConversationInfo",
+    "ConversationStore",
     "ConversationSummary",
     "ImportItem",
     "MessagePage",
     "PageInfo",
+    "PageStore",
     "Store",
     "default_path",
     "default_store",

@@ -27,20 +27,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
-
-import msgspec
+from typing import Any, ClassVar
 
 from .._cache_keys import conversation_cache_prefix
-from ..errors import StoreError
 from ..message_list import MessageList
 from ..message_types import Message, ToolMessage
 from ._search import query_words, search_text, words_match
-
-if TYPE_CHECKING:
-    from .leases import Lease
+from .capabilities import ArtifactStore, BrowsableStore, CacheStore, ConversationStore, PageStore
+from .records import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo
 
 __all__ = [
     "ConversationInfo",
@@ -54,90 +48,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class ConversationInfo:
-    """A conversation's metadata as the store keeps it."""
-
-    id: str
-    title: str | None
-    created_at: datetime
-    updated_at: datetime
-    message_count: int = 0
-    active_mode: str | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class PageInfo:
-    """A generated page (``Pages.generate_ui``)."""
-
-    id: str
-    conversation_id: str | None
-    title: str
-    html: str
-    css: str
-    js: str
-    created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationSummary:
-    """A conversation as a list of conversations shows it (`Store.list_summaries`, `Store.search_conversations`).
-
-    Attributes:
-        info: Its metadata; ``info.updated_at`` is its last activity.
-        model: The model of its latest assistant message, if any.
-        failures: How many failed model calls its log holds.
-        forked_from: The conversation it was forked from, if it is a fork.
-        match_id: For a search by message text: the newest message that matched.
-        snippet: For a search by message text: a short excerpt of that message around the first match.
-        matches: For a search by message text: how many of its messages matched.
-    """
-
-    info: ConversationInfo
-    model: str | None = None
-    failures: int = 0
-    forked_from: str | None = None
-    match_id: str | None = None
-    snippet: str | None = None
-    matches: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class MessagePage:
-    """A run of consecutive messages of one log, read by sequence number (`Store.read_tail`, `Store.read_after`).
-
-    Attributes:
-        messages: The messages, in log order.
-        seqs: Their sequence numbers (same length and order as ``messages``).
-        has_older: Whether the log holds messages before the first one here.
-    """
-
-    messages: list[Message]
-    seqs: list[int]
-    has_older: bool = False
-
-    @property
-    def first_seq(self) -> int | None:
-        """The sequence number of the first message, or None for an empty page."""
-        return self.seqs[0] if self.seqs else None
-
-    @property
-    def last_seq(self) -> int | None:
-        """The sequence number of the last message, or None for an empty page."""
-        return self.seqs[-1] if self.seqs else None
-
-
-@dataclass(frozen=True, slots=True)
-class ImportItem:
-    """One conversation for `Store.import_conversations`: its metadata (``message_count`` is ignored) and its log."""
-
-    info: ConversationInfo
-    messages: Sequence[Message]
-
-
-class Store(ABC):
+class Store(ConversationStore, BrowsableStore, ArtifactStore, CacheStore, PageStore, ABC):
     """A conversation store. Use `threadline.open_store` to get one.
+
+    It offers every capability of `threadline.store.capabilities` (`ConversationStore`, `BrowsableStore`,
+    `ArtifactStore`, `CacheStore`, `PageStore`), and inherits their defaults: ``has_conversation``, ``try_lease``
+    (writers of this process only; SQLite and PostgreSQL override it), ``append_checked`` and ``cache_get_raw``.
 
     Attributes:
         url: Where the store is.
@@ -160,16 +76,6 @@ class Store(ABC):
     @abstractmethod
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
         """Metadata of one conversation. Raises `StoreError` if there is none with that id."""
-
-    def has_conversation(self, conversation_id: str) -> bool:
-        """Whether a conversation with that id exists."""
-        from ..errors import StoreError
-
-        try:
-            self.get_conversation(conversation_id)
-        except StoreError:
-            return False
-        return True
 
     @abstractmethod
     def list_conversations(self, limit: int = 50, offset: int = 0) -> list[ConversationInfo]:
@@ -222,32 +128,6 @@ class Store(ABC):
                 (then nothing is appended).
             ConversationBusy: if ``expected_count`` is given and does not match.
         """
-
-    def append_checked(self, conversation_id: str, messages: Sequence[Message], expected_count: int) -> None:
-        """Append as a writer whose view of the log is ``expected_count`` messages long, and who has checked each
-        message's fields (`threadline.message_fields.field_problem`): `append` with the count when this store checks
-        it (`checks_append_count`), without it when the store declares it does not. The stores of threadline do not
-        check those fields a second time here (their `append` checks them for every other caller).
-
-        Raises:
-            StoreError: if the store claims the count (the default) but its ``append`` does not take it (nothing
-                was appended); or as `append`.
-            ConversationBusy: as `append`.
-        """
-        if not self.checks_append_count:
-            self.append(conversation_id, messages)
-            return
-        try:
-            self.append(conversation_id, messages, expected_count=expected_count)
-        except TypeError as exc:
-            if "unexpected keyword argument 'expected_count'" not in str(exc):
-                raise
-            kind = type(self).__name__
-            raise StoreError(
-                f"{kind}.append does not take expected_count, which every Store's append takes (it refuses a write "
-                f"when another writer appended without the lease): add it, or declare checks_append_count = False on "
-                f"{kind} to be written to with the lease alone (nothing was appended)"
-            ) from None
 
     @abstractmethod
     def load(self, conversation_id: str) -> MessageList:
@@ -366,23 +246,6 @@ class Store(ABC):
                 nothing is written).
         """
 
-    def try_lease(self, conversation_id: str) -> Lease | None:
-        """Take the conversation's writer lease if no other writer holds it; never waits.
-
-        A turn holds the lease from the messages it adds to its last answer, so writers take turns instead of
-        interleaving. The lease is released with `Lease.release`, and dies with its holder (a killed process leaves
-        nothing stuck). The conversation need not exist yet.
-
-        This default excludes writers of this process only (one table per store object); backends shared between
-        processes (SQLite, PostgreSQL) override it.
-
-        Returns:
-            The held lease, or None when another writer holds it.
-        """
-        from .leases import local_leases
-
-        return local_leases(self).try_lease(conversation_id)
-
     # Artifacts
     @abstractmethod
     def save_artifact(self, conversation_id: str, name: str, content: str) -> str:
@@ -405,16 +268,6 @@ class Store(ABC):
     def cache_put(self, key: str, value: Any) -> None:
         """Cache a JSON-serializable value under a key (replacing any)."""
 
-    def cache_get_raw(self, key: str) -> bytes | None:
-        """A cached value as JSON bytes, exactly as the store keeps them (not decoded, so not checked), or None.
-
-        For a reader that decodes the value straight into its own types in one pass (``generate_text`` reads its
-        results so): it must treat the bytes as untrusted, since a row may have been damaged or written by another
-        version. This default re-encodes `cache_get`'s value; backends that keep the JSON return it as it is.
-        """
-        value = self.cache_get(key)
-        return None if value is None else msgspec.json.encode(value)
-
     # Pages
     @abstractmethod
     def save_page(
@@ -430,7 +283,7 @@ class Store(ABC):
     def list_pages(self, conversation_id: str) -> list[PageInfo]:
         """The pages saved under a conversation, oldest first (none for an unknown id)."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
+    def close(self) -> None:
         """Release connections."""
 
     def __enter__(self) -> Store:

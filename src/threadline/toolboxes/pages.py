@@ -17,11 +17,10 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from .._page_ids import page_id_of
-from ..errors import UserError
+from ..store.capabilities import PageStore, require
 from ..tools import Tool, Toolset
 
 if TYPE_CHECKING:
-    from ..store.base import Store
     from ..tools import ToolHost
 
 __all__ = [
@@ -84,9 +83,8 @@ class Pages(Toolset):
 
     __slots__ = ("_bound", "base_url", "store")
 
-    def __init__(self, store: Store, *, base_url: str | None = None) -> None:
-        if not callable(getattr(store, "save_page", None)):
-            raise UserError(f"Pages needs a store (threadline.open_store(...)), got {type(store).__name__}")
+    def __init__(self, store: PageStore, *, base_url: str | None = None) -> None:
+        require(store, PageStore, who="Pages needs")
         self.store = store
         self.base_url = base_url or os.environ.get(PAGES_URL_ENV) or DEFAULT_PAGES_URL
         # One bound toolset per conversation, made once and dropped with the conversation.

@@ -42,6 +42,7 @@ from ..errors import StoreError
 from ..message_types import MODES, AssistantMessage, Message, ToolMessage, content_for_model
 from ..models import DEFAULT_MODELS, Model, default_model_name
 from ..store import MessagePage, Store, open_store, whole_tool_groups
+from ..store.capabilities import ArtifactStore, BrowsableStore, ConversationStore, PageStore, require
 from .branches import ForkPoint, compare, fork, fork_point, rename
 from .downloads import content_disposition
 from .find import Finding, find
@@ -105,6 +106,7 @@ def create_app(
     """
     own_store = isinstance(store, str)
     opened: Store = open_store(store) if isinstance(store, str) else store
+    require(opened, ConversationStore, BrowsableStore, ArtifactStore, PageStore, who="the viewer needs")
     if model is None:
         models = _configured_models()
     else:
