@@ -68,13 +68,13 @@ class ConversationContext:
             return builder
         return context
 
-    def build_context(self, mode: str | None = None, run_context: Any = None) -> BuiltContext:
+    def build_context(self, mode: str | None = None, run_brief: Any = None) -> BuiltContext:
         """The request the next turn would send (without a summary note), and its report; changes nothing but
         saving large tool outputs as artifacts. Used by ``threadline logs show ID --context``."""
-        return self._build(self.resolve_tools(), mode or self.config.mode, run_context, cache=None)
+        return self._build(self.resolve_tools(), mode or self.config.mode, run_brief, cache=None)
 
     def _build(
-        self, tools: ResolvedTools, mode: str | None, run_context: Any, cache: dict[Any, Any] | None
+        self, tools: ResolvedTools, mode: str | None, run_brief: Any, cache: dict[Any, Any] | None
     ) -> BuiltContext:
         builder = self._context_builder()
         counter = None
@@ -84,7 +84,7 @@ class ConversationContext:
             self.messages,
             mode,
             self.config.persona,
-            run_context,
+            run_brief,
             tools,
             artifacts=self._save_artifact,
             conversation_id=self.id,
@@ -92,11 +92,11 @@ class ConversationContext:
             cache=cache,
         )
 
-    async def build_request_context(self, tools: ResolvedTools, run_context: Any = None) -> BuiltContext:
+    async def build_request_context(self, tools: ResolvedTools, run_brief: Any = None) -> BuiltContext:
         """The messages of the next request (`TurnHost`): the context builder's window of the log, with a summary
         of what it dropped when a summarizer is configured."""
         builder = self._context_builder()
-        built = self._build(tools, self.config.mode, run_context, self._window_cache)
+        built = self._build(tools, self.config.mode, run_brief, self._window_cache)
         if builder.settings.summarizer is not None:
             start, cut = built.report.dropped_span()
             if cut > start:

@@ -129,8 +129,8 @@ class GenerateHost:
     def resolve_tools(self) -> ResolvedTools:
         return self._tools
 
-    async def build_request_context(self, tools: ResolvedTools, run_context: Any) -> BuiltContext:
-        built = self._builder.build(self.messages, None, None, run_context, tools, cache=self._window_cache)
+    async def build_request_context(self, tools: ResolvedTools, run_brief: Any) -> BuiltContext:
+        built = self._builder.build(self.messages, None, None, run_brief, tools, cache=self._window_cache)
         report = built.report
         if report.prefix_messages and not built.messages[0].content:
             # No system text, documents or toolset instructions: send no empty system message.
