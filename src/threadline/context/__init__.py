@@ -1,7 +1,8 @@
 """The context builder: what one model request carries, chosen from the log.
 
 Every request goes through `ContextBuilder.build`. It returns the messages to send (a system prefix made fresh for
-the mode, never stored; run-mode context; a window of the log) and a `ContextReport` of what was kept and dropped.
+the mode, never stored; the run brief in run mode; a window of the log) and a `ContextReport` of what was kept and
+dropped.
 
 The system messages at the head of the log (the caller's opening instructions) are always sent. The rest of the
 window is chosen newest first, in *units*: a user message, a plain assistant message, a system message, or an
