@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .builder import PromptBuilder, TextStream, llm
-from .context import BuiltContext, ContextBuilder, ContextReport, ContextSettings, ModePrompts, RunContext
+from .context import BuiltContext, ContextBuilder, ContextReport, ContextSettings, ModePrompts, RunBrief
 from .conversation import Conversation, ConversationConfig
 from .engine import TurnResult
 from .errors import (
@@ -111,7 +111,7 @@ __all__ = [
     "Reasoning",
     "ReasoningDelta",
     "ReasoningSettings",
-    "RunContext",
+    "RunBrief",
     "Store",
     "StoreError",
     "SystemMessage",
@@ -170,7 +170,16 @@ _LAZY = {
 }
 
 
+_RENAMED = {"RunContext": "RunBrief"}
+"""Deprecated names kept for one release (issue 32, one word per idea): old name → new name."""
+
+
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        from .errors import warn_renamed
+
+        warn_renamed(f"threadline.{name}", f"threadline.{_RENAMED[name]}")
+        return globals()[_RENAMED[name]]
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'threadline' has no attribute {name!r}")

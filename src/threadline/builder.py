@@ -27,7 +27,7 @@ from .conversation.config import config_problem
 from .conversation.conversation import Conversation
 from .engine import TurnOptions, TurnResult, plan_turn
 from .engine.plan import CheckedSettings, check_settings, mode_meta
-from .errors import OutputValidationError, UserError
+from .errors import OutputValidationError, UserError, warn_renamed
 from .message_types import DEFAULT_META, MODES, AssistantMessage, Message, MessageMeta, SystemMessage, assistant, user
 from .models.base import Model, ResponseFormat
 
@@ -111,9 +111,14 @@ class PromptBuilder:
         """Add a system message (instructions) to the log."""
         return self._with_message(SystemMessage(content=_text(text, "agent")))
 
+    def document(self, text: str) -> PromptBuilder:
+        """Add a user message carrying a document (reference text, facts) before the request."""
+        return self._with_message(user(_text(text, "document")))
+
     def context(self, text: str) -> PromptBuilder:
-        """Add a user message carrying context (documents, facts) before the request."""
-        return self._with_message(user(_text(text, "context")))
+        """Deprecated: `document` (the same user message); removed in the next release."""
+        warn_renamed("PromptBuilder.context()", "PromptBuilder.document()")
+        return self.document(text)
 
     def request(self, text: str, attachments: Iterable[Attachment] | None = None) -> PromptBuilder:
         """Add the user's request, optionally with attachments (images, mentions of objects)."""

@@ -17,6 +17,8 @@ Provider and driver exceptions never escape: each adapter maps them to one of th
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import MutableMapping
 from typing import Any
 
 from ._text import replace_surrogates
@@ -134,3 +136,34 @@ class ConversationBusy(ThreadlineError):
     to the conversation behind this one's back, or when a tool writes to the conversation whose turn is running it
     (the turn waits for the tool: the wait would never end).
     """
+
+
+# -- deprecated names kept for one release (issue 32, "one word per idea"): each still works and warns, naming the
+# new one. Not exported: used inside the package only.
+
+
+def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn that ``old`` is deprecated in favour of ``new``."""
+    warnings.warn(
+        f"{old} is deprecated; use {new} (the old name will be removed in the next release)",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def renamed_argument(
+    extra: MutableMapping[str, Any], old: str, new: str, value: Any, where: str, *, stacklevel: int = 4
+) -> Any:
+    """Take the deprecated keyword ``old`` out of ``extra`` (a function's ``**kwargs``) and return the value of
+    ``new``: ``value``, or the old keyword's value with a warning.
+
+    Raises:
+        TypeError: when both the old and the new keyword are given.
+    """
+    if old not in extra:
+        return value
+    old_value = extra.pop(old)
+    if value is not None:
+        raise TypeError(f"{where}() got both {new}= and its deprecated old name {old}=; pass only {new}=")
+    warn_renamed(f"{where}({old}=)", f"{where}({new}=)", stacklevel=stacklevel)
+    return old_value

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._ids import new_id
 from ._sync import run_sync
-from .context import RunContext
+from .context import RunBrief
 from .conversation import Conversation, ConversationConfig
 from .errors import StoreError, UserError
 from .message_types import AssistantMessage, Message, MessageMeta, SystemMessage, UserMessage
@@ -161,12 +161,12 @@ class Run:
                 # record() answers calls a crash left unanswered in the previous node before this opening.
                 conversation.host.record(opening)
                 yield opening
-            context = RunContext(
+            brief = RunBrief(
                 directive=self.directive,
                 node_brief=f"{node.id}: {node.brief}",
                 step_context=self._step_context(node, position),
             )
-            options = conversation.host.plan(run_context=context, meta=meta)
+            options = conversation.host.plan(run_context=brief, meta=meta)
             async for message in conversation.host.turn(options):
                 yield message
 

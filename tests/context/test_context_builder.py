@@ -15,7 +15,7 @@ from threadline import (
     MessageList,
     MessageMeta,
     ModePrompts,
-    RunContext,
+    RunBrief,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -57,14 +57,14 @@ def test_prefix_per_mode_has_rules_tool_policy_persona_instructions_and_banner()
     assert run.endswith(BANNER.format(mode="run"))
 
 
-def test_custom_mode_prompts_and_run_context_follow_the_prefix() -> None:
+def test_custom_mode_prompts_and_run_brief_follow_the_prefix() -> None:
     builder = ContextBuilder(
         prompts=ModePrompts(chat="CHAT RULES", agent="AGENT RULES", tool_policy="", banner="[{mode}]")
     )
     built = builder.build(
         [UserMessage(content="go")],
         "run",
-        run_context=RunContext(directive="Ship it", node_brief="n1: test", step_context="step 1 of 2"),
+        run_brief=RunBrief(directive="Ship it", node_brief="n1: test", step_context="step 1 of 2"),
     )
     contents = [m.content for m in built.messages]
     assert contents[0] == "AGENT RULES\n\n[run]"

@@ -5,7 +5,7 @@ had spent the whole budget, so a request came out far over ``max_tokens`` while 
 from __future__ import annotations
 
 from threadline import assistant, user
-from threadline.context import ContextBuilder, ContextSettings, RunContext, estimate_tokens
+from threadline.context import ContextBuilder, ContextSettings, RunBrief, estimate_tokens
 from threadline.messages import MessageList
 
 
@@ -36,7 +36,7 @@ def test_a_long_prefix_leaves_less_room_for_the_log_and_the_request_stays_within
 def test_a_prefix_over_the_budget_by_itself_is_reported_over_budget() -> None:
     builder = ContextBuilder(ContextSettings(max_tokens=1000))
     built = builder.build(
-        _log(), "run", persona="p" * 2000, run_context=RunContext(directive="d" * 2000), instructions=["i" * 2000]
+        _log(), "run", persona="p" * 2000, run_brief=RunBrief(directive="d" * 2000), instructions=["i" * 2000]
     )
     assert built.report.over_budget
     assert [message.content for message in built.messages[built.report.prefix_messages :]] == ["latest"]

@@ -37,7 +37,7 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def test_nodes_run_in_order_with_the_run_context_injected_and_messages_tagged() -> None:
+def test_nodes_run_in_order_with_the_run_brief_injected_and_messages_tagged() -> None:
     model = ScriptedModel(
         [
             AssistantMessage(tool_calls=[ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3})]),

@@ -65,7 +65,7 @@ def test_every_method_returns_a_new_builder_and_leaves_the_old_one_unchanged() -
     base = llm.agent("You are terse.")
     steps: list[tuple[str, Any]] = [
         ("agent", lambda b: b.agent("more rules")),
-        ("context", lambda b: b.context("a document")),
+        ("document", lambda b: b.document("a document")),
         ("request", lambda b: b.request("a question")),
         ("assistant", lambda b: b.assistant("an example answer")),
         ("provider", lambda b: b.provider("openai")),
@@ -103,10 +103,17 @@ def test_branches_of_one_builder_are_independent() -> None:
 
 def test_message_deltas_have_the_right_kinds() -> None:
     image = Attachment.image(b"\x89PNG\r\n\x1a\nxx")
-    builder = llm.agent("sys").context("doc").request("q", attachments=[image]).assistant("a")
+    builder = llm.agent("sys").document("doc").request("q", attachments=[image]).assistant("a")
     kinds = [(type(m).__name__, m.content) for m in builder.delta_messages]
     assert kinds == [("SystemMessage", "sys"), ("UserMessage", "doc"), ("UserMessage", "q"), ("AssistantMessage", "a")]
     assert builder.delta_messages[2].attachments == [image]  # type: ignore[union-attr]
+
+
+def test_old_context_method_warns_and_adds_the_same_message() -> None:
+    with pytest.warns(DeprecationWarning, match=r"PromptBuilder.document\(\)"):
+        old = llm.context("doc")
+    new = llm.document("doc")
+    assert [(type(m), m.content) for m in old.delta_messages] == [(type(m), m.content) for m in new.delta_messages]
 
 
 def test_config_deltas_record_each_setting() -> None:

@@ -66,8 +66,8 @@ class ListHost:
     def resolve_tools(self) -> ResolvedTools:
         return resolve_tools(self._tools)
 
-    async def build_request_context(self, tools: ResolvedTools, run_context: Any) -> BuiltContext:
-        return self._builder.build(self._log, "agent", tools=tools, run_context=run_context)
+    async def build_request_context(self, tools: ResolvedTools, run_brief: Any) -> BuiltContext:
+        return self._builder.build(self._log, "agent", tools=tools, run_brief=run_brief)
 
     def artifact_reader(self) -> Tool | None:
         return None

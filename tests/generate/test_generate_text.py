@@ -1,5 +1,5 @@
 """generate_text: continuation through ``result.messages``, steps and usage, the sync form, failures that can be
-continued, context documents, logging to a store, and bad input refused before anything is sent."""
+continued, named documents, logging to a store, and bad input refused before anything is sent."""
 
 from __future__ import annotations
 
@@ -141,10 +141,10 @@ async def test_a_failure_whose_message_cannot_be_read_carries_the_log_to_continu
     assert result.text == "Whole."
 
 
-async def test_context_documents_join_the_system_prefix_in_order() -> None:
+async def test_documents_join_the_system_prefix_in_order() -> None:
     model = ScriptedModel(["ok"])
     await generate_text(
-        model=model, system="Use the documents.", prompt="Hi", context={"profile": "Likes tea.", "prefs": {"a": 1}}
+        model=model, system="Use the documents.", prompt="Hi", documents={"profile": "Likes tea.", "prefs": {"a": 1}}
     )
     prefix = model.requests[0].messages[0].content
     assert prefix.startswith("Use the documents.")
@@ -238,7 +238,7 @@ async def test_a_failed_run_is_logged_with_its_partial_output(store: Store) -> N
         ({}, "prompt= or messages="),
         ({"prompt": "x", "colour": "red"}, "unknown setting 'colour'"),
         ({"prompt": "x", "max_tool_rounds": -1}, "max_tool_rounds"),
-        ({"prompt": "x", "context": {"": "doc"}}, "context document names"),
+        ({"prompt": "x", "documents": {"": "doc"}}, "document names"),
         ({"messages": "hello"}, "use prompt="),
         ({"prompt": "x", "model": ""}, "model must be"),
     ],

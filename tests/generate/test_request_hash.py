@@ -38,7 +38,7 @@ def log() -> list[Any]:
 BASE: dict[str, Any] = {
     "model": "openai:gpt-4o-mini",
     "system": "Be terse.",
-    "context": {"profile": "Lives in Paris."},
+    "documents": {"profile": "Lives in Paris."},
     "temperature": 0.2,
     "max_tokens": 100,
 }
@@ -55,7 +55,7 @@ messages = [
     AssistantMessage(content="Sunny."),
     user("And tomorrow?"),
 ]
-print(request_hash(model="openai:gpt-4o-mini", system="Be terse.", context={"profile": "Lives in Paris."},
+print(request_hash(model="openai:gpt-4o-mini", system="Be terse.", documents={"profile": "Lives in Paris."},
                    temperature=0.2, max_tokens=100, messages=messages, tools=[get_weather]))
 """
 
@@ -107,8 +107,8 @@ def other_result() -> list[Any]:
         pytest.param(changed(model=ScriptedModel(name="other")), id="model-object"),
         pytest.param(changed(system="Be verbose."), id="system"),
         pytest.param(changed(system=None), id="no-system"),
-        pytest.param(changed(context={"profile": "Lives in Rome."}), id="context-text"),
-        pytest.param(changed(context={"home": "Lives in Paris."}), id="context-name"),
+        pytest.param(changed(documents={"profile": "Lives in Rome."}), id="documents-text"),
+        pytest.param(changed(documents={"home": "Lives in Paris."}), id="documents-name"),
         pytest.param(changed(temperature=0.3), id="temperature"),
         pytest.param(changed(max_tokens=101), id="max-tokens"),
         pytest.param(changed(openai_seed=7), id="extras"),

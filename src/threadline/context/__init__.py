@@ -1,7 +1,8 @@
 """The context builder: what one model request carries, chosen from the log.
 
 Every request goes through `ContextBuilder.build`. It returns the messages to send (a system prefix made fresh for
-the mode, never stored; run-mode context; a window of the log) and a `ContextReport` of what was kept and dropped.
+the mode, never stored; the run brief in run mode; a window of the log) and a `ContextReport` of what was kept and
+dropped.
 
 The system messages at the head of the log (the caller's opening instructions) are always sent. The rest of the
 window is chosen newest first, in *units*: a user message, a plain assistant message, a system message, or an
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..errors import warn_renamed
 from ..message_list import MessageList
 from ..message_types import Message, SystemMessage
 from ._window import select_window
@@ -39,9 +41,17 @@ __all__ = [
     "ContextSettings",
     "DroppedMessage",
     "ModePrompts",
-    "RunContext",
+    "RunBrief",
     "estimate_tokens",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Deprecated names kept for one release (issue 32, one word per idea).
+    if name == "RunContext":
+        warn_renamed("threadline.context.RunContext", "threadline.context.RunBrief")
+        return RunBrief
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ModePrompts(msgspec.Struct, frozen=True):
@@ -67,8 +77,10 @@ class ModePrompts(msgspec.Struct, frozen=True):
     banner: str = "MODE\n- active: {mode}\n- note: history may include other modes; follow current instructions."
 
 
-class RunContext(msgspec.Struct, frozen=True):
-    """Run-mode context injected after the system prefix (see `threadline.runs`)."""
+class RunBrief(msgspec.Struct, frozen=True):
+    """What a run tells the model about the node it is on (see `threadline.runs`): the run's directive, the node's
+    brief and the step context, sent as system messages right after the system prefix. Formerly ``RunContext``
+    (that name still works for one release, with a `DeprecationWarning`)."""
 
     directive: str
     node_brief: str | None = None
@@ -134,7 +146,7 @@ class ContextBuilder:
         log: MessageList | Sequence[Message],
         mode: str | None = None,
         persona: str | None = None,
-        run_context: RunContext | None = None,
+        run_brief: RunBrief | None = None,
         tools: Any = None,
         *,
         instructions: Iterable[str] = (),
@@ -143,6 +155,7 @@ class ContextBuilder:
         token_counter: Callable[[str], int] | None = None,
         summary: str | None = None,
         cache: dict[Any, Any] | None = None,
+        run_context: RunBrief | None = None,
     ) -> BuiltContext:
         """Choose the messages of the next request.
 
@@ -150,7 +163,7 @@ class ContextBuilder:
             log: The conversation's log (not modified).
             mode: ``"chat"``, ``"agent"`` or ``"run"`` (None is chat).
             persona: Added to the prefix in agent and run modes.
-            run_context: Run directive, node brief and step context (run mode).
+            run_brief: Run directive, node brief and step context (run mode).
             tools: The tools offered (anything truthy adds the tool policy); a `ResolvedTools` also contributes the
                 instructions of its toolsets.
             instructions: Extra toolset instructions.
@@ -161,7 +174,15 @@ class ContextBuilder:
             summary: A summary of the messages the budget drops, inserted as a system note.
             cache: A dict kept by the caller between builds of one conversation; shaped tool units are reused from
                 it (`Conversation` keeps one).
+            run_context: Deprecated: ``run_brief`` (for one release, with a `DeprecationWarning`).
         """
+        if run_context is not None:
+            if run_brief is not None:
+                raise TypeError(
+                    "build() got both run_brief= and its deprecated old name run_context=; pass only run_brief="
+                )
+            warn_renamed("ContextBuilder.build(run_context=)", "ContextBuilder.build(run_brief=)")
+            run_brief = run_context
         items: Sequence[Message] = log if isinstance(log, list | tuple) else tuple(log)
         settings = self.settings
         count = token_counter or settings.token_counter or estimate_tokens
@@ -179,8 +200,8 @@ class ContextBuilder:
             text = self.system_prefix(mode, persona, tools_offered=offered, instructions=all_instructions)
             prefix = self._prefixes[key] = SystemMessage(content=text)
         head: list[Message] = [prefix]
-        if run_context is not None:
-            head.extend(run_context.messages())
+        if run_brief is not None:
+            head.extend(run_brief.messages())
 
         # The prefix is sent whatever the window: the budget is spent on it first. A summary of what the budget
         # drops is paid for too, and given back when nothing is dropped.

@@ -77,7 +77,7 @@ class ContextReport(msgspec.Struct):
         artifacts: URIs of tool outputs sent as previews.
         summary: The summary note inserted for dropped messages, if any.
         prefix_messages: How many messages at the start of the request were made by the builder (system prefix,
-            run context, summary note), not taken from the log.
+            run brief, summary note), not taken from the log.
         dropped_apart: Messages left out for a reason of their own (``ui_only``, ``empty``, ``orphan``…), not by
             the budget's cut; `dropped` lists both.
     """

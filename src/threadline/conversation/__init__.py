@@ -4,7 +4,7 @@
   ``record``, ``hold``, ``run``, ``fork``…);
 - `threadline.conversation.host`: `ConversationHost` (``conversation.host``), the write-through, the log index,
   the mentions, model and tool resolution, and the engine's and the lock's protocols;
-- `threadline.conversation.context`: the context of each request and the artifacts it refers to;
+- `threadline.conversation.requests`: the assembly of each request (its context) and the artifacts it refers to;
 - `threadline.conversation.lock`: one turn at a time (the gate, `threadline.conversation._gate`, and the store's
   lease).
 

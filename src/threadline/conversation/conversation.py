@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..engine import TurnResult
-from ..errors import StoreError, UserError
+from ..errors import StoreError, UserError, warn_renamed
 from ..message_list import MessageList
 from ..message_types import AssistantMessage, Message, ToolMessage
 from .config import ConversationConfig, own_config
@@ -208,10 +208,20 @@ class Conversation:
                 return message.content
         return None
 
-    def build_context(self, mode: str | None = None, run_context: Any = None) -> BuiltContext:
+    def build_context(self, mode: str | None = None, run_brief: Any = None, *, run_context: Any = None) -> BuiltContext:
         """The request the next turn would send (without a summary note), and its report; changes nothing but
-        saving large tool outputs as artifacts. Used by ``threadline logs show ID --context``."""
-        return self.host.build_context(mode, run_context)
+        saving large tool outputs as artifacts. Used by ``threadline logs show ID --context``.
+
+        ``run_brief`` is a `RunBrief` (run mode); ``run_context=``, its old name, still works for one release, with a
+        `DeprecationWarning`."""
+        if run_context is not None:
+            if run_brief is not None:
+                raise TypeError(
+                    "build_context() got both run_brief= and its deprecated old name run_context=; pass only run_brief="
+                )
+            warn_renamed("Conversation.build_context(run_context=)", "Conversation.build_context(run_brief=)")
+            run_brief = run_context
+        return self.host.build_context(mode, run_brief)
 
     def read_artifact(self, name: str, offset: int = 0, limit: int | None = None) -> str:
         """Read an artifact of this conversation (a full tool output saved by the context builder).

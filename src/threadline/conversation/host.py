@@ -6,7 +6,8 @@ Each `Conversation` has one host (``conversation.host``), which owns the convers
   diverge; each message is checked once on its way (`record`), and calls a crash left unanswered are answered
   ``interrupted`` right there, on the same path, before a user or assistant message would follow them;
 - the log index (ids, tool-call ids, unanswered calls) and the objects user messages mention;
-- the model and the tools of each request, and the context of each request (`ConversationContext`);
+- the model and the tools of each request, and the assembly of each request: its context and artifacts
+  (`RequestAssembly`);
 - the engine's protocol (`threadline.engine.TurnHost`) and the lock's (`threadline.conversation.lock.LockOwner`):
   one turn at a time, the store's lease, the catch-up with what other writers stored meanwhile;
 - the start of every turn on the conversation (`turn`), the one place its ``last_turn`` is written.
@@ -33,9 +34,9 @@ from ..message_types import MODES, AssistantMessage, Message, MessageMeta, UserM
 from ..tools import ResolvedTools, ToolHost, resolve_tools
 from ._log_index import LogIndex
 from .config import CONFIG_FIELDS, ConversationConfig, config_problem, own_value, reasoning_settings
-from .context import ConversationContext
 from .lock import TurnHold, TurnLock
 from .mentions import Mentions
+from .requests import RequestAssembly
 
 if TYPE_CHECKING:
     from ..models.base import Model
@@ -47,7 +48,7 @@ C = TypeVar("C", bound=ToolHost)
 """The user's object a host serves (a `Conversation`; the host never imports it)."""
 
 
-class ConversationHost(ConversationContext, Generic[C]):
+class ConversationHost(RequestAssembly, Generic[C]):
     """The engine's host and the turn lock's owner for one `Conversation` (see the module docstring).
 
     Attributes:

@@ -100,7 +100,7 @@ class TurnHost(Protocol):
         """The tools of the next request, evaluated anew each time (dynamic tools, mentioned objects)."""
         ...
 
-    async def build_request_context(self, tools: ResolvedTools, run_context: Any) -> BuiltContext:
+    async def build_request_context(self, tools: ResolvedTools, run_brief: Any) -> BuiltContext:
         """The messages of the next request, chosen from `messages` by the host's context builder."""
         ...
 

@@ -5,7 +5,7 @@ by the same turn engine as `Conversation` (`threadline.engine.run_turn`), throug
                                  tools=[get_weather])
     again = await generate_text(model=..., messages=[*result.messages, user("And in Rome?")])
 
-The system text and the context documents form the system prefix of every request; they are not part of
+The system text and the documents (``documents=``) form the system prefix of every request; they are not part of
 ``result.messages`` (pass them again to continue). The whole log is sent each time.
 
 De-duplication: every call has a `request_hash`. With ``cache=`` a store, a finished result under that hash is
@@ -35,7 +35,7 @@ from .._ids import new_id
 from ..context import BuiltContext, ContextBuilder, ContextSettings, ModePrompts
 from ..engine import TurnOptions, TurnResult, run_turn
 from ..engine.plan import MAX_TOOL_ROUNDS
-from ..errors import ModelError, UserError
+from ..errors import ModelError, UserError, renamed_argument
 from ..message_list import MessageList
 from ..message_types import AssistantMessage, Message, ToolMessage, UserMessage
 from ..models.base import Model
@@ -129,11 +129,11 @@ class GenerateHost:
     def resolve_tools(self) -> ResolvedTools:
         return self._tools
 
-    async def build_request_context(self, tools: ResolvedTools, run_context: Any) -> BuiltContext:
-        built = self._builder.build(self.messages, None, None, run_context, tools, cache=self._window_cache)
+    async def build_request_context(self, tools: ResolvedTools, run_brief: Any) -> BuiltContext:
+        built = self._builder.build(self.messages, None, None, run_brief, tools, cache=self._window_cache)
         report = built.report
         if report.prefix_messages and not built.messages[0].content:
-            # No system text, context or toolset instructions: send no empty system message.
+            # No system text, documents or toolset instructions: send no empty system message.
             del built.messages[0]
             report.prefix_messages -= 1
         self._sent = built.messages
@@ -161,7 +161,7 @@ async def generate_text(
     prompt: str | None = None,
     messages: Iterable[Message | Mapping[str, Any]] | MessageList | None = None,
     tools: Iterable[Any] | Mapping[str, Any] | None = None,
-    context: Mapping[str, Any] | None = None,
+    documents: Mapping[str, Any] | None = None,
     max_tool_rounds: int = MAX_TOOL_ROUNDS,
     tool_choice: str | None = None,
     cache: CacheStore | None = None,
@@ -182,7 +182,8 @@ async def generate_text(
             `Conversation` answers them.
         tools: Functions, `Tool`s, `Toolset`s, objects (their public methods become tools) or a mapping of names to
             functions.
-        context: Named documents (text, or anything JSON can write) added to the system prefix, in order.
+        documents: Named documents (text, or anything JSON can write) added to the system prefix, in order
+            (``context=``, its old name, still works for one release, with a `DeprecationWarning`).
         max_tool_rounds: Tool rounds before a tool-less request forces an answer.
         tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool name, for the first request.
         cache: A store: a finished result with the same `request_hash` is returned without calling the model, and
@@ -209,13 +210,14 @@ async def generate_text(
         ProtocolError: for input messages that break the tool-call protocol (beyond calls left unanswered).
         StoreError: when ``store`` or ``cache`` failed.
     """
+    documents = renamed_argument(settings, "context", "documents", documents, "generate_text")
     request = prepare_request(
         model=model,
         system=system,
         prompt=prompt,
         messages=messages,
         tools=tools,
-        context=context,
+        documents=documents,
         max_tool_rounds=max_tool_rounds,
         tool_choice=tool_choice,
         **settings,
@@ -306,7 +308,7 @@ def _open_log(
         "source": "generate_text",
         "request_hash": request_hash,
         "system": request.system,
-        "context": [name for name, _ in request.context],
+        "context": [name for name, _ in request.documents],  # the stored key keeps its name: logs already hold it
     }
     if cached:
         metadata["cached"] = True  # the answer came from the cache: no model was called for it

@@ -1,12 +1,12 @@
 """What one ``generate_text`` call asks for, made canonical, and its hash.
 
 `prepare_request` turns the keyword arguments of ``generate_text`` into a `GenerateRequest` (model name, system
-text, context documents, messages, tools, settings), checking them on the way, so bad input fails before anything
+text, documents, messages, tools, settings), checking them on the way, so bad input fails before anything
 runs. `request_hash` is the SHA-256 of a canonical JSON of that request: everything that shapes what the model is
 sent, and nothing that does not.
 
 In the hash: the model name (a `Model` object by its ``name``; no model: the default name), the system text, the
-context documents (names and text, in order), every message's role, content, attachments, tool calls (ids, names,
+documents (names and text, in order), every message's role, content, attachments, tool calls (ids, names,
 arguments), an answer's reasoning (when it has any), tool results (call id, tool name, content, error flag), a failed
 call's error, and whether it is sent at all (``include_in_context``); every tool's name, description and JSON
 schema; ``max_tokens``, ``temperature``, ``reasoning`` (when set), provider extras, ``tool_choice`` and
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..engine.plan import MAX_TOOL_ROUNDS, TOOL_TIMEOUT, plan_turn
-from ..errors import ProtocolError, UserError
+from ..errors import ProtocolError, UserError, renamed_argument, warn_renamed
 from ..message_list import MessageList
 from ..message_types import (
     INTERRUPTED_TOOL,
@@ -60,7 +60,7 @@ class GenerateRequest(msgspec.Struct):
         model: The model as given (a name, a `Model`, or None for the default).
         model_name: The name hashed for it.
         system: The caller's system text (None: none).
-        context: Context documents as ``(name, text)`` pairs, in order.
+        documents: Named documents as ``(name, text)`` pairs, in order.
         messages: The input log: a new `MessageList` from `prepare_request` (the caller's is never changed).
         tools: The tools offered.
         settings: Settings of every model call.
@@ -75,7 +75,7 @@ class GenerateRequest(msgspec.Struct):
     model: str | Model | None
     model_name: str
     system: str | None
-    context: list[tuple[str, str]]
+    documents: list[tuple[str, str]]
     messages: MessageList | Sequence[Message]
     tools: ResolvedTools
     settings: ModelSettings
@@ -85,12 +85,18 @@ class GenerateRequest(msgspec.Struct):
     as_given: MessageList | None = None
 
     def system_text(self) -> str:
-        """The system prefix: the system text, then each context document under its name."""
+        """The system prefix: the system text, then each document under its name."""
         parts = [self.system.strip()] if self.system and self.system.strip() else []
-        if self.context:
-            docs = "\n\n".join(f"## {name}\n{text}" for name, text in self.context)
+        if self.documents:
+            docs = "\n\n".join(f"## {name}\n{text}" for name, text in self.documents)
             parts.append(f"CONTEXT DOCUMENTS\n\n{docs}")
         return "\n\n".join(parts)
+
+    @property
+    def context(self) -> list[tuple[str, str]]:
+        """Deprecated: ``documents``."""
+        warn_renamed("GenerateRequest.context", "GenerateRequest.documents")
+        return self.documents
 
 
 def prepare_request(
@@ -100,7 +106,7 @@ def prepare_request(
     prompt: str | None = None,
     messages: Iterable[Message | Mapping[str, Any]] | MessageList | None = None,
     tools: Iterable[Any] | Mapping[str, Any] | None = None,
-    context: Mapping[str, Any] | None = None,
+    documents: Mapping[str, Any] | None = None,
     max_tool_rounds: int = MAX_TOOL_ROUNDS,
     tool_choice: str | None = None,
     **settings: Any,
@@ -113,10 +119,11 @@ def prepare_request(
     its hash does not.
 
     Raises:
-        UserError: for a missing prompt, a bad model, tool, context document or setting.
+        UserError: for a missing prompt, a bad model, tool, document or setting.
         ProtocolError: for input messages that break the tool-call protocol in any other way.
         MessageListDeserializationError: for message dicts that are not chat messages.
     """
+    documents = renamed_argument(settings, "context", "documents", documents, "prepare_request")
     log = _messages(messages)
     if prompt is not None:
         log.append(user(_prompt(prompt)))
@@ -130,7 +137,7 @@ def prepare_request(
             raise
         as_given, log = log, _answer_unanswered(log)
         log.validate()
-    request = _assemble(model, system, log, tools, context, max_tool_rounds, tool_choice, settings)
+    request = _assemble(model, system, log, tools, documents, max_tool_rounds, tool_choice, settings)
     if as_given is not None:
         request.as_given = as_given
     return request
@@ -169,7 +176,7 @@ def _assemble(
     system: str | None,
     log: MessageList | Sequence[Message],
     tools: Iterable[Any] | Mapping[str, Any] | None,
-    context: Mapping[str, Any] | None,
+    documents: Mapping[str, Any] | None,
     max_tool_rounds: int,
     tool_choice: str | None,
     settings: Mapping[str, Any],
@@ -193,7 +200,7 @@ def _assemble(
         model=model,
         model_name=model_name,
         system=system,
-        context=_context(context),
+        documents=_documents(documents),
         messages=log,
         tools=_tools(tools),
         settings=planned.settings,
@@ -210,7 +217,7 @@ def request_hash(
     prompt: str | None = None,
     messages: Iterable[Message | Mapping[str, Any]] | MessageList | None = None,
     tools: Iterable[Any] | Mapping[str, Any] | None = None,
-    context: Mapping[str, Any] | None = None,
+    documents: Mapping[str, Any] | None = None,
     max_tool_rounds: int = MAX_TOOL_ROUNDS,
     tool_choice: str | None = None,
     **settings: Any,
@@ -223,6 +230,7 @@ def request_hash(
     Raises:
         UserError: for inputs ``generate_text`` would refuse.
     """
+    documents = renamed_argument(settings, "context", "documents", documents, "request_hash")
     # The caller's messages are hashed where they are: no copy, no protocol check (hashing needs neither, and
     # they are most of the cost on a long log). Chat-message dicts are read as generate_text reads them.
     if messages is None:
@@ -235,7 +243,7 @@ def request_hash(
         items.append(user(_prompt(prompt)))
     if not items:
         raise UserError(_NO_INPUT)
-    return hash_request(_assemble(model, system, items, tools, context, max_tool_rounds, tool_choice, settings))
+    return hash_request(_assemble(model, system, items, tools, documents, max_tool_rounds, tool_choice, settings))
 
 
 def hash_request(request: GenerateRequest) -> str:
@@ -254,7 +262,7 @@ def hash_request(request: GenerateRequest) -> str:
         HASH_VERSION,
         request.model_name,
         request.system,
-        request.context,
+        request.documents,
         [_tool(spec) for spec in request.tools.specs()],
         request.tools.instructions,
         shaping,
@@ -349,21 +357,21 @@ def _as_dict(item: Any) -> Any:
     return item  # not a message: the reader names its position
 
 
-def _context(context: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    if context is None:
+def _documents(documents: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    if documents is None:
         return []
-    if not isinstance(context, Mapping):
-        raise UserError("context must be a mapping of document names to documents")
+    if not isinstance(documents, Mapping):
+        raise UserError("documents must be a mapping of document names to documents")
     from ..tools import encode_result
 
     out: list[tuple[str, str]] = []
-    for name, document in context.items():
+    for name, document in documents.items():
         if not isinstance(name, str) or not name:
-            raise UserError(f"context document names must be non-empty strings, got {name!r}")
+            raise UserError(f"document names must be non-empty strings, got {name!r}")
         try:
             text = encode_result(document)
         except Exception as exc:
-            raise UserError(f"context document {name!r} cannot be written as text: {exc}") from None
+            raise UserError(f"document {name!r} cannot be written as text: {exc}") from None
         out.append((name, text))
     return out
 
