@@ -1,7 +1,7 @@
 """How a conversation assembles its requests: the context each one carries (from the context builder), and the
 artifacts that context refers to.
 
-`RequestAssembly` (formerly ``ConversationContext``, in ``threadline.conversation.context``) is a mixin of
+`RequestAssembly` (formerly ``ConversationContext``, in ``threadline.conversation_context``) is a mixin of
 `ConversationHost` (`threadline.conversation.host`): the context builder chosen by the config, the window cache
 that keeps building cheap as the log grows, the summary of dropped messages (cached in the store, or in memory
 without one), and the artifacts — full tool outputs the request carries only as previews — with the
