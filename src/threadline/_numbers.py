@@ -35,7 +35,5 @@ def non_finite(value: Any) -> float | None:
 def finite_problem(value: Any) -> str | None:
     """What is wrong with ``value`` as a setting if it is or holds an infinity or NaN (``"must be a finite number,
     got inf"``, to follow the setting's name), or None."""
-    if value is None or type(value) in (int, str, bool):  # most settings: nothing to look into
-        return None
     found = non_finite(value)
     return None if found is None else f"must be a finite number, got {found!r}"
