@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,19 @@ def slow_lookup(topic: str) -> str:
     """Look a topic up (takes a moment, so a person watching sees the call before its result)."""
     time.sleep(0.6)
     return f"Notes on {topic}: it is old and well loved."
+
+
+def gated_lookup(gate: threading.Event) -> Callable[[str], str]:
+    """A lookup that answers once the test opens ``gate``, so the page is seen showing the call while it runs however
+    slow the machine is; it gives up after 30 s, so a test that never opens the gate fails instead of hanging."""
+
+    def slow_lookup(topic: str) -> str:
+        """Look a topic up (takes a moment, so a person watching sees the call before its result)."""
+        if not gate.wait(30):
+            raise TimeoutError("the test never let the lookup finish")
+        return f"Notes on {topic}: it is old and well loved."
+
+    return slow_lookup
 
 
 @off_loop

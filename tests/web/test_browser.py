@@ -8,10 +8,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 
 from playwright.sync_api import expect
 
-from tests.web._data import simple_conversation, slow_lookup, weather_conversation
+from tests.web._data import gated_lookup, simple_conversation, weather_conversation
 from tests.web.conftest import screenshot
 from threadline import AssistantMessage, ToolCall, UserMessage
 from threadline.testing import ScriptedModel
@@ -87,7 +88,8 @@ def test_continue_streams_the_answer_and_shows_tool_calls_as_they_happen(sqlite_
             answer,
         ]
     )
-    served = serve(sqlite_store, model=model, tools=[slow_lookup])
+    gate = threading.Event()
+    served = serve(sqlite_store, model=model, tools=[gated_lookup(gate)])
     page.add_init_script(MARKER + DRAFT_WATCH)
     page.goto(f"{served.url}/c/{conv.id}")
     expect(page.locator("#live-state")).to_have_text("live")
@@ -97,6 +99,7 @@ def test_continue_streams_the_answer_and_shows_tool_calls_as_they_happen(sqlite_
     expect(page.locator("#items .msg.role-user").last).to_contain_text("Tell me about the Pharos")
     pending = page.locator("#call-look-1")
     expect(pending.locator(".tool-status")).to_have_text("running…")  # the call shows before its result
+    gate.set()
     expect(pending.locator(".tool-status")).to_have_text("ok", timeout=10_000)
     pending.locator("summary").click()
     expect(pending.locator(".tool-output")).to_contain_text("Notes on Pharos")
