@@ -166,7 +166,7 @@ class Run:
                 node_brief=f"{node.id}: {node.brief}",
                 step_context=self._step_context(node, position),
             )
-            options = conversation.host.plan(run_context=brief, meta=meta)
+            options = conversation.host.plan(run_brief=brief, meta=meta)
             async for message in conversation.host.turn(options):
                 yield message
 

@@ -3,6 +3,8 @@ work for one release, with a warning naming the new one."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 import threadline
@@ -44,3 +46,24 @@ def test_conversation_build_context_accepts_the_old_keyword() -> None:
     assert [m.content for m in old.messages] == [m.content for m in new.messages]
     with pytest.raises(TypeError, match="both run_brief= and its deprecated old name run_context="):
         conv.build_context("run", run_brief=BRIEF, run_context=BRIEF)
+
+
+def test_a_turn_accepts_the_old_override_and_sends_the_brief() -> None:
+    """``run_context=`` as a `TurnOptions` override of ``Conversation.run``/``run_sync`` is now ``run_brief=``."""
+    model = ScriptedModel(["new", "old", "old async"])
+    conv = Conversation(config=ConversationConfig(model=model, mode="run"))
+    conv.run_sync(run_brief=BRIEF)
+    with pytest.warns(DeprecationWarning, match=r"Conversation\.run_sync\(run_brief=\)") as caught:
+        conv.run_sync(run_context=BRIEF)
+    assert caught[0].filename == __file__  # the warning names the caller's line
+
+    async def drive() -> None:
+        async for _ in conv.run(run_context=BRIEF):
+            pass
+
+    with pytest.warns(DeprecationWarning, match=r"Conversation\.run\(run_brief=\)"):
+        asyncio.run(drive())
+    sent = [[m.content for m in request.messages] for request in model.requests]
+    assert all("RUN_DIRECTIVE\nShip it" in contents for contents in sent)
+    with pytest.raises(TypeError, match="both run_brief= and its deprecated old name run_context="):
+        conv.run_sync(run_brief=BRIEF, run_context=BRIEF)

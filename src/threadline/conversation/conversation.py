@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..engine import TurnResult
-from ..errors import StoreError, UserError, warn_renamed
+from ..errors import StoreError, UserError, renamed_argument, warn_renamed
 from ..message_list import MessageList
 from ..message_types import AssistantMessage, Message, ToolMessage
 from .config import ConversationConfig, own_config
@@ -296,11 +296,13 @@ class Conversation:
 
         Args:
             result: Filled in as the turn goes (it is also `last_turn` once the turn starts).
-            **overrides: Fields of `TurnOptions`.
+            **overrides: Fields of `TurnOptions` (``run_context=``, the old name of ``run_brief=``, still works for
+                one release, with a `DeprecationWarning`).
 
         Raises:
             ConversationBusy: if another turn did not end within ``config.busy_timeout``.
         """
+        _renamed_overrides(overrides, "Conversation.run")
         # The turn holds the conversation from its first step to its end.
         return self.host.turn(self.host.plan(**overrides), result, hold=True)
 
@@ -325,6 +327,7 @@ class Conversation:
         """
         from .._sync import run_sync
 
+        _renamed_overrides(overrides, "Conversation.run_sync")
         result = TurnResult()
 
         async def drive() -> None:
@@ -337,3 +340,17 @@ class Conversation:
 
     def __repr__(self) -> str:
         return f"<Conversation {self.id} ({len(self.messages)} messages)>"
+
+
+def _renamed_overrides(overrides: dict[str, Any], where: str) -> None:
+    """Turn ``run_context=``, the old name of the `TurnOptions` field ``run_brief``, into ``run_brief=`` in a call's
+    ``overrides``, with a `DeprecationWarning` (for one release).
+
+    Raises:
+        TypeError: when both names are given.
+    """
+    if "run_context" in overrides:
+        # stacklevel 5: the warning names the line that called ``where``.
+        overrides["run_brief"] = renamed_argument(
+            overrides, "run_context", "run_brief", overrides.get("run_brief"), where, stacklevel=5
+        )

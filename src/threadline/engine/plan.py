@@ -63,7 +63,7 @@ class TurnOptions(msgspec.Struct):
         on_text: Called with each piece of text as the model streams it.
         on_reasoning: Called with each piece of the model's thinking as it streams (its parts, within an answer and
             from one answer to the next, are separated by a blank line); thinking never reaches ``on_text``.
-        run_context: The run's brief (`RunBrief`: directive, node brief, step context) for the context builder.
+        run_brief: The run's brief (`RunBrief`: directive, node brief, step context) for the context builder.
         meta: The `MessageMeta` every message of the turn is tagged with (None: the shared default).
     """
 
@@ -74,7 +74,7 @@ class TurnOptions(msgspec.Struct):
     response_format: ResponseFormat | None = None
     on_text: Callable[[str], Any] | None = None
     on_reasoning: Callable[[str], Any] | None = None
-    run_context: Any = None
+    run_brief: Any = None
     meta: Any = None
 
 

@@ -188,7 +188,7 @@ async def run_turn(
         while True:
             final_round = result.rounds >= options.max_tool_rounds
             tools = ResolvedTools() if final_round else host.resolve_tools()
-            built = await host.build_request_context(tools, options.run_context)
+            built = await host.build_request_context(tools, options.run_brief)
             offered = tools.tools
             if built.report.artifacts and not final_round:
                 reader = host.artifact_reader()
