@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+import threadline
+import threadline.generate
 from threadline import generate_text, request_hash
-from threadline.generate.hashing import prepare_request
+from threadline.generate.hashing import GenerateRequest, prepare_request
 from threadline.testing import ScriptedModel
 
 DOCS = {"profile": "Likes tea."}
@@ -34,3 +36,15 @@ def test_request_hash_and_prepare_request_accept_the_old_keyword() -> None:
     assert request.documents == [("profile", "Likes tea.")]
     with pytest.warns(DeprecationWarning, match=r"GenerateRequest.documents"):
         assert request.context == request.documents
+
+
+def test_generate_request_is_internal_so_its_constructor_takes_documents_only() -> None:
+    """`GenerateRequest` is made by `prepare_request` (which takes ``context=`` for one release, above); it is not
+    exported, so its constructor carries no old keyword, and ``context`` is only a read alias that warns."""
+    assert "GenerateRequest" not in threadline.__all__ and "GenerateRequest" not in threadline.generate.__all__
+    request = prepare_request(model="openai:gpt-4o-mini", prompt="Hi", documents=DOCS)
+    fields = {name: getattr(request, name) for name in GenerateRequest.__struct_fields__}
+    assert GenerateRequest(**fields) == request
+    fields["context"] = fields.pop("documents")
+    with pytest.raises(TypeError, match="context"):
+        GenerateRequest(**fields)
