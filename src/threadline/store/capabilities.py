@@ -47,14 +47,17 @@ __all__ = [
 class ConversationStore(Protocol):
     """What a `Conversation` needs of a store: keep its metadata and its log, and give one writer at a time.
 
-    Subclass it to write your own backend: implement the six abstract methods (their contracts are those of
-    `threadline.store.Store`'s methods of the same names) and set ``url``; ``has_conversation``, ``try_lease`` and
+    Subclass it to write your own backend: implement the six abstract methods (each one's docstring is its contract,
+    which every store of threadline keeps too) and set ``url``; ``has_conversation``, ``try_lease`` and
     ``append_checked`` come with it. ``try_lease``'s default excludes writers of this process only: a store shared
     between processes overrides it.
 
     Attributes:
         url: Where the store is (shown in errors).
-        checks_append_count: Whether `append` honours ``expected_count`` (see `threadline.store.Store`).
+        checks_append_count: Whether `append` takes ``expected_count`` and honours it (every store of threadline
+            does). A store whose ``append`` predates it declares ``checks_append_count = False``: a conversation
+            then calls it without the count, and the lease alone keeps other writers out. A store that declares
+            nothing and does not take it is refused by `append_checked` with a `StoreError` saying so.
     """
 
     url: str
@@ -68,7 +71,8 @@ class ConversationStore(Protocol):
 
     @abstractmethod
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
-        """Metadata of one conversation, ``message_count`` up to date. Raises `StoreError` if there is none."""
+        """Metadata of one conversation, ``message_count`` up to date. Raises `StoreError` if there is none with that
+        id."""
 
     @abstractmethod
     def update_metadata(
@@ -83,19 +87,45 @@ class ConversationStore(Protocol):
 
     @abstractmethod
     def load(self, conversation_id: str) -> MessageList:
-        """The whole log, in the store's order."""
+        """The whole log, in the store's total order."""
 
     @abstractmethod
     def append(self, conversation_id: str, messages: Iterable[Message], *, expected_count: int | None = None) -> None:
-        """Append atomically, in order, skipping messages already stored (same id, same content); refuse a different
-        message with a stored id (`StoreError`) and, with ``expected_count``, a log of another length
-        (`ConversationBusy`), appending nothing."""
+        """Append messages atomically, in order; messages already stored (same id, same content) are skipped.
+
+        Args:
+            conversation_id: The conversation.
+            messages: The messages, in order.
+            expected_count: If given, append only if the conversation holds exactly this many messages (the
+                writer's view of the log is complete); otherwise raise `ConversationBusy` and append nothing. An
+                append whose messages are all stored already (as they are) is a repeat, and does nothing whatever
+                the count: a writer that cannot tell whether its append committed (its connection was lost) tries
+                it again safely.
+
+        Raises:
+            StoreError: if the conversation does not exist, or holds a different message with one of these ids
+                (then nothing is appended).
+            ConversationBusy: if ``expected_count`` is given and does not match.
+        """
 
     @abstractmethod
     def fork_conversation(
         self, conversation_id: str, at: str, *, title: str | None = None, id: str | None = None
     ) -> ConversationInfo:
-        """Copy the log up to message ``at`` (and the rest of its tool group) into a new conversation."""
+        """Copy a conversation's log up to message ``at`` into a new conversation, recorded as forked from
+        ``<conversation_id>@<at>`` (``metadata["forked_from"]``). When ``at`` made tool calls (or is one of their
+        results), the fork keeps the rest of that tool group, so it never ends half-answered. The original is left
+        untouched. Unless ``title`` is given, the fork is named after the original: ``"<title> (fork)"``, numbered
+        past the titles of the original's other forks (``"(fork 2)"``…), so no two rows of a list look the same. It
+        takes the original's active mode.
+
+        The pages its copied log shows (made by ``Pages.generate_ui`` in the original, or shared with it) are shared
+        with the fork: they stay reachable while either conversation does (see
+        `threadline.store.Store.delete_conversation`).
+
+        Raises:
+            StoreError: if there is no such conversation or message, or ``id`` is taken.
+        """
 
     def has_conversation(self, conversation_id: str) -> bool:
         """Whether a conversation with that id exists (this default asks `get_conversation`)."""
@@ -140,8 +170,8 @@ class ConversationStore(Protocol):
 
 @runtime_checkable
 class BrowsableStore(Protocol):
-    """What the viewer and the command line need to list, search and page through conversations (see
-    `threadline.store.Store` for each method's contract)."""
+    """What the viewer and the command line need to list, search and page through conversations (each method's
+    docstring is its contract)."""
 
     @abstractmethod
     def list_conversations(self, limit: int = 50, offset: int = 0) -> list[ConversationInfo]:
@@ -149,35 +179,63 @@ class BrowsableStore(Protocol):
 
     @abstractmethod
     def list_summaries(self, limit: int = 50, offset: int = 0) -> list[ConversationSummary]:
-        """Conversations, most recently active first, with the figures a list shows."""
+        """Conversations, most recently active first, with the figures a list shows (model, failures, fork)."""
 
     @abstractmethod
     def search_conversations(self, query: str, limit: int = 50, offset: int = 0) -> list[ConversationSummary]:
-        """Conversations whose title or messages hold every word of ``query``."""
+        """Conversations whose title or one of whose messages holds every word of ``query`` (words match as
+        prefixes, case-insensitively), most recently active first. A match in a message sets ``match_id`` and
+        ``snippet``. A query with no words matches nothing.
+        """
 
     @abstractmethod
     def list_forks(self, conversation_id: str) -> list[ConversationInfo]:
-        """The conversations forked from this one, oldest first."""
+        """The conversations forked from this one, oldest first (``metadata["forked_from"]["message"]`` says
+        where each one left it)."""
 
     @abstractmethod
     def read_tail(self, conversation_id: str, limit: int, *, before: int | None = None) -> MessagePage:
-        """The ``limit`` newest messages whose sequence number is below ``before``, in log order."""
+        """The ``limit`` newest messages whose sequence number is below ``before`` (the newest of all when None),
+        in log order, without reading the rest of the log.
+
+        Raises:
+            StoreError: if there is no conversation with that id.
+            ValueError: if ``limit`` is below 1.
+        """
 
     @abstractmethod
     def read_after(self, conversation_id: str, after: int, limit: int | None = None) -> MessagePage:
-        """Messages whose sequence number is above ``after`` (at most ``limit``), in log order."""
+        """Messages whose sequence number is above ``after`` (at most ``limit``), in log order: what was appended
+        since a reader last looked. ``after=-1`` reads from the start.
+
+        Raises:
+            StoreError: if there is no conversation with that id.
+        """
 
     @abstractmethod
     def message_seq(self, conversation_id: str, message_id: str) -> int:
-        """The sequence number of one message."""
+        """The sequence number of one message.
+
+        Raises:
+            StoreError: if the conversation has no message with that id.
+        """
 
     @abstractmethod
     def message_position(self, conversation_id: str, message_id: str) -> int:
-        """Where a message stands in its log (1 for the first)."""
+        """Where a message stands in its log: 1 for the first message, ``n`` for the ``n``-th.
+
+        Raises:
+            StoreError: if the conversation has no message with that id.
+        """
 
     @abstractmethod
     def search_messages(self, conversation_id: str, query: str, limit: int = 10_000) -> list[tuple[int, str]]:
-        """The messages of one conversation that hold every word of ``query``, as ``(seq, id)`` pairs."""
+        """The messages of one conversation that hold every word of ``query`` (as `search_conversations` matches
+        them), in log order, as ``(sequence number, message id)`` pairs; at most ``limit`` of them, the oldest first.
+
+        Raises:
+            StoreError: if there is no conversation with that id.
+        """
 
 
 @runtime_checkable
@@ -200,7 +258,11 @@ class CacheStore(Protocol):
 
     @abstractmethod
     def cache_get(self, key: str) -> Any | None:
-        """A cached JSON value, or None."""
+        """A cached JSON value, or None.
+
+        Raises:
+            StoreError: if the stored value is damaged (not JSON).
+        """
 
     @abstractmethod
     def cache_put(self, key: str, value: Any) -> None:
@@ -233,7 +295,7 @@ class PageStore(Protocol):
 
     @abstractmethod
     def list_pages(self, conversation_id: str) -> list[PageInfo]:
-        """The pages saved under a conversation, oldest first."""
+        """The pages saved under a conversation, oldest first (none for an unknown id)."""
 
 
 def missing_methods(store: object, capability: type) -> list[str]:
