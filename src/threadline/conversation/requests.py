@@ -36,15 +36,15 @@ class RequestAssembly:
     """Mixin of `ConversationHost`: the assembly of its requests (their context) and its artifacts (see the module
     docstring).
 
-    It uses these members of the class it is mixed into: ``id``, ``messages``, ``config`` and ``store``;
+    It uses these members of the class it is mixed into: ``id``, ``messages`` and ``config``;
     ``resolve_model()`` and ``resolve_tools()``; and ``ensure_stored()``, which makes the conversation's row in
-    the store before an artifact is saved there. Its own state is set by `_init_context`.
+    the store before an artifact is saved there. Its own state is set by `_init_context`, and ``store`` (which the
+    class it is mixed into sets) is its own property: setting it decides once what the store keeps besides the log.
     """
 
     id: str
     messages: MessageList
     config: ConversationConfig
-    store: ConversationStore | None
 
     if TYPE_CHECKING:
 
@@ -60,6 +60,19 @@ class RequestAssembly:
         self._artifact_tool: Tool | None = None
         self._memory_cache: dict[str, Any] = {}  # summaries of a conversation without a store
         self._window_cache: dict[Any, Any] = {}
+
+    @property
+    def store(self) -> ConversationStore | None:
+        """Where the conversation is kept (None: memory only)."""
+        return self._store
+
+    @store.setter
+    def store(self, store: ConversationStore | None) -> None:
+        # The capability checks (isinstance of a runtime-checkable protocol, a few microseconds each) run here,
+        # once per store, instead of on every artifact and cache access.
+        self._store = store
+        self._artifact_keeper = _artifact_store(store)
+        self._cache_keeper = _cache_store(store)
 
     def _context_builder(self) -> ContextBuilder:
         context = self.config.context
@@ -111,13 +124,13 @@ class RequestAssembly:
         return built
 
     def _cache_get(self, key: str) -> Any:
-        store = _cache_store(self.store)
+        store = self._cache_keeper
         if store is not None:
             return store.cache_get(key)
         return self._memory_cache.get(key)
 
     def _cache_put(self, key: str, value: Any) -> None:
-        store = _cache_store(self.store)
+        store = self._cache_keeper
         if store is not None:
             store.cache_put(key, value)
         else:
@@ -126,7 +139,7 @@ class RequestAssembly:
     # -- artifacts --------------------------------------------------------------------------------------------
     def _save_artifact(self, name: str, content: str) -> str:
         if name not in self._saved_artifacts:
-            store = _artifact_store(self.store)
+            store = self._artifact_keeper
             if store is not None:
                 self.ensure_stored()
                 store.save_artifact(self.id, name, content)
@@ -153,7 +166,7 @@ class RequestAssembly:
         """
         if offset < 0 or (limit is not None and limit < 0):
             raise ValueError("offset and limit must not be negative")
-        store = _artifact_store(self.store)
+        store = self._artifact_keeper
         if store is not None:
             return store.read_artifact(self.id, name, offset, limit)
         if name not in self._artifacts:
