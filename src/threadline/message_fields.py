@@ -34,10 +34,14 @@ from typing import Any
 from ._json_values import json_problem
 from .attachments import Attachment
 from .message_types import (
+    APPROVAL_KINDS,
+    APPROVAL_SCOPES,
+    APPROVAL_STATES,
     DEFAULT_META,
     MESSAGE_TYPES,
     MODES,
     NO_ITEMS,
+    ApprovalMessage,
     AssistantMessage,
     LLMError,
     Message,
@@ -91,7 +95,29 @@ def field_problem(message: Any) -> str | None:
             if not math.isfinite(duration):
                 return _non_finite_duration(duration)
         return None
+    if kind is ApprovalMessage:
+        return _approval_problem(message)
     return _assistant_problem(message)
+
+
+def _approval_problem(message: ApprovalMessage) -> str | None:
+    for name in ("tool_call_id", "tool_name", "arguments_sha256"):
+        value = getattr(message, name)
+        if not isinstance(value, str):
+            return _wrong(name, value, "str")
+    for name in ("reason", "by"):
+        value = getattr(message, name)
+        if value is not None and not isinstance(value, str):
+            return _wrong(name, value, "str or None")
+    for name, allowed in (("state", APPROVAL_STATES), ("kind", APPROVAL_KINDS), ("scope", APPROVAL_SCOPES)):
+        value = getattr(message, name)
+        if value not in allowed:
+            return f"{name} is {value!r}, expected one of {', '.join(map(repr, allowed))}"
+    if message.arguments is not None:
+        if not isinstance(message.arguments, dict):
+            return _wrong("arguments", message.arguments, "dict or None")
+        return _free_form_problem("arguments", message.arguments)
+    return None
 
 
 def value_problem(message: Message, *, free_form: bool = True) -> str | None:

@@ -8,14 +8,25 @@ checks and forms, then the log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, SupportsIndex, overload
 
 from .errors import ProtocolError
 from .message_fields import field_problem
-from .message_types import MESSAGE_TYPES, AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from .message_types import (
+    MESSAGE_TYPES,
+    ApprovalKind,
+    ApprovalMessage,
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    arguments_sha256,
+)
 
-__all__ = ["MessageList", "validate_messages"]
+__all__ = ["AwaitingCall", "CallWaits", "MessageList", "approved_by_rule", "call_waits", "validate_messages"]
 
 
 class MessageList:
@@ -97,13 +108,19 @@ class MessageList:
         one assistant message come before the next assistant or user message. A log may end with unanswered calls
         (a crash mid-loop); the loop and the context builder repair that before sending.
 
+        Approval entries (`ApprovalMessage`) come after their call and before the next assistant or user message,
+        with the hash of the call's arguments: at most one request per call, a decision only after a request for a
+        person's decision (or by ``"rule"`` after the tool was approved for the conversation), at most one
+        decision, and no result for a call that waits for a decision until it is decided.
+
         Raises:
             ProtocolError: naming the index of the first offending message and the rule.
         """
         validate_messages(self._items)
 
     def pending_tool_calls(self) -> list[ToolCall]:
-        """Tool calls of the last assistant message that have no result yet (what a crash left dangling)."""
+        """Tool calls of the last assistant message that have no result yet: those a crash left dangling and those
+        that wait (`call_waits` tells them apart)."""
         answered: set[str] = set()
         for message in reversed(self._items):
             if isinstance(message, ToolMessage):
@@ -155,7 +172,7 @@ def _check_message(message: object, index: int) -> None:
     if type(message) not in MESSAGE_TYPES:
         raise TypeError(
             f"item {index} is a {type(message).__name__}, not a message "
-            "(SystemMessage, UserMessage, AssistantMessage or ToolMessage)"
+            "(SystemMessage, UserMessage, AssistantMessage, ToolMessage or ApprovalMessage)"
         )
 
 
@@ -165,6 +182,9 @@ def validate_messages(items: Iterable[Message], *, check_fields: bool = True) ->
     pending: dict[str, int] = {}  # call id -> index of the assistant message that made it
     answered: set[str] = set()
     seen: dict[str, int] = {}  # message id -> index of the message that has it
+    waits: dict[str, _Wait] = {}  # call id -> its approval entries so far (calls of the latest assistant message)
+    owner: AssistantMessage | None = None  # the latest assistant message with calls
+    by_rule: set[str] = set()  # tools approved for the rest of the conversation
     for index, message in enumerate(items):
         problem = field_problem(message) if check_fields else None
         if problem is not None:
@@ -179,6 +199,14 @@ def validate_messages(items: Iterable[Message], *, check_fields: bool = True) ->
         seen[message.id] = index
         if isinstance(message, ToolMessage):
             call_id = message.tool_call_id
+            if waits:
+                wait = waits.get(call_id)
+                if wait is not None and wait.kind == "approval" and wait.decision is None:
+                    raise ProtocolError(
+                        f"tool call {call_id!r} waits for a decision, yet this result answers it",
+                        index=index,
+                        rule="undecided",
+                    )
             if call_id in pending:
                 del pending[call_id]
                 answered.add(call_id)
@@ -201,9 +229,170 @@ def validate_messages(items: Iterable[Message], *, check_fields: bool = True) ->
                 )
             if isinstance(message, AssistantMessage):
                 answered.clear()
+                waits.clear()
+                if message.tool_calls:
+                    owner = message
                 for call in message.tool_calls:
                     if call.id in pending:
                         raise ProtocolError(
                             f"tool call id {call.id!r} appears twice in one message", index=index, rule="duplicate_id"
                         )
                     pending[call.id] = index
+        elif type(message) is ApprovalMessage:
+            _check_approval(message, index, pending, owner, waits, by_rule)
+
+
+class _Wait:
+    """What `validate_messages` knows of one call's approval entries."""
+
+    __slots__ = ("decision", "kind")
+
+    def __init__(self, kind: str | None, decision: str | None) -> None:
+        self.kind = kind  # the request's kind (None: approved by rule without a request)
+        self.decision = decision
+
+
+def _check_approval(
+    entry: ApprovalMessage,
+    index: int,
+    pending: dict[str, int],
+    owner: AssistantMessage | None,
+    waits: dict[str, _Wait],
+    by_rule: set[str],
+) -> None:
+    call_id = entry.tool_call_id
+    if call_id not in pending or owner is None:
+        raise ProtocolError(
+            f"approval entry for {call_id!r}, which is not a call of the latest assistant message still without a "
+            "result",
+            index=index,
+            rule="misplaced_approval",
+        )
+    call = next(call for call in owner.tool_calls if call.id == call_id)
+    if entry.tool_name != call.name or entry.arguments_sha256 != arguments_sha256(call):
+        raise ProtocolError(
+            f"approval entry for {call_id!r} names other arguments or another tool than the call "
+            f"(tool {entry.tool_name!r}, arguments_sha256 {entry.arguments_sha256[:12]}…)",
+            index=index,
+            rule="approval_hash",
+        )
+    if entry.scope != "call" and entry.state != "approved":
+        raise ProtocolError(f"only an approval may have scope {entry.scope!r}", index=index, rule="approval_scope")
+    if entry.arguments is not None and entry.state != "approved":
+        raise ProtocolError("only an approval may edit the arguments", index=index, rule="approval_arguments")
+    wait = waits.get(call_id)
+    if entry.state == "requested":
+        if wait is not None:
+            raise ProtocolError(f"tool call {call_id!r} is requested twice", index=index, rule="duplicate_request")
+        waits[call_id] = _Wait(entry.kind, None)
+        return
+    if wait is None:
+        if entry.state == "approved" and entry.by == "rule" and call.name in by_rule:
+            waits[call_id] = _Wait(None, "approved")
+            return
+        raise ProtocolError(
+            f"decision on tool call {call_id!r}, which was not requested", index=index, rule="decision_without_request"
+        )
+    if wait.kind != "approval":
+        raise ProtocolError(
+            f"decision on tool call {call_id!r}, which waits for a result, not a decision",
+            index=index,
+            rule="decision_on_external",
+        )
+    if wait.decision is not None:
+        raise ProtocolError(f"tool call {call_id!r} is decided twice", index=index, rule="duplicate_decision")
+    wait.decision = entry.state
+    if entry.scope == "conversation":
+        by_rule.add(call.name)
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitingCall:
+    """A tool call that waits: for a person's decision (``kind="approval"``) or for a result from outside
+    (``kind="external"``).
+
+    Attributes:
+        call: The call as the model made it.
+        tool: The called tool's name.
+        kind: ``"approval"`` or ``"external"``.
+        reason: Why it waits (the tool's, the policy's or `ApprovalRequired`'s words).
+        arguments_sha256: The hash a decision binds to (`arguments_sha256`).
+        requested: The ``"requested"`` entry in the log.
+    """
+
+    call: ToolCall
+    tool: str
+    kind: ApprovalKind
+    reason: str | None
+    arguments_sha256: str
+    requested: ApprovalMessage
+
+
+@dataclass(slots=True)
+class CallWaits:
+    """The calls of the latest assistant message that have no result yet, by what they wait for.
+
+    Attributes:
+        dangling: Calls with no approval entry: a crash or an interruption left them (repaired with an
+            ``interrupted`` result before the conversation goes on).
+        waiting: Calls that wait for a decision or a result.
+        approved: Approved calls not yet run, each with its decision (whose ``arguments``, when set, replace the
+            model's).
+        denied: Denied calls whose error result is not yet in the log, each with its decision.
+    """
+
+    dangling: list[ToolCall] = field(default_factory=list)
+    waiting: list[AwaitingCall] = field(default_factory=list)
+    approved: list[tuple[ToolCall, ApprovalMessage]] = field(default_factory=list)
+    denied: list[tuple[ToolCall, ApprovalMessage]] = field(default_factory=list)
+
+    @property
+    def unsettled(self) -> bool:
+        """Whether any call waits, or was decided and not yet run or answered."""
+        return bool(self.waiting or self.approved or self.denied)
+
+
+def call_waits(messages: Sequence[Message] | MessageList) -> CallWaits:
+    """What the calls of the latest assistant message still without a result wait for (walks back from the end to
+    that message only)."""
+    results: set[str] = set()
+    entries: dict[str, list[ApprovalMessage]] = {}
+    owner: AssistantMessage | None = None
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ToolMessage):
+            results.add(message.tool_call_id)
+        elif isinstance(message, ApprovalMessage):
+            entries.setdefault(message.tool_call_id, []).insert(0, message)
+        elif isinstance(message, AssistantMessage):
+            owner = message
+            break
+        elif isinstance(message, UserMessage):
+            break
+    waits = CallWaits()
+    if owner is None:
+        return waits
+    for call in owner.tool_calls:
+        if call.id in results:
+            continue
+        found = entries.get(call.id)
+        if not found:
+            waits.dangling.append(call)
+            continue
+        last = found[-1]
+        if last.state == "approved":
+            waits.approved.append((call, last))
+        elif last.state == "denied":
+            waits.denied.append((call, last))
+        else:
+            waits.waiting.append(AwaitingCall(call, call.name, last.kind, last.reason, last.arguments_sha256, last))
+    return waits
+
+
+def approved_by_rule(messages: Iterable[Message]) -> set[str]:
+    """The tools approved ``scope="conversation"`` in the log: their later calls are approved by rule."""
+    return {
+        message.tool_name
+        for message in messages
+        if type(message) is ApprovalMessage and message.state == "approved" and message.scope == "conversation"
+    }

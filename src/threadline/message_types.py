@@ -1,4 +1,4 @@
-"""The log's value types: four message kinds and their parts, made under the log's text rule.
+"""The log's value types: five message kinds and their parts, made under the log's text rule.
 
 A leaf of the package: it imports only the lowest rooms (`threadline._text`, `_ids`, `_json_values`) and
 `threadline.attachments` (a leaf too). What is made of messages depends on it, one way: their field checks
@@ -33,12 +33,19 @@ from ._text import MAX_NESTING, replace_non_finite_in, replace_surrogates, repla
 from .attachments import Attachment, clean_attachment
 
 __all__ = [
+    "APPROVAL_KINDS",
+    "APPROVAL_SCOPES",
+    "APPROVAL_STATES",
     "DEFAULT_META",
     "INTERRUPTED_TOOL",
     "MESSAGE_TYPES",
     "MODES",
     "NO_ITEMS",
     "AnswerPart",
+    "ApprovalKind",
+    "ApprovalMessage",
+    "ApprovalScope",
+    "ApprovalState",
     "AssistantMessage",
     "LLMError",
     "Message",
@@ -52,6 +59,7 @@ __all__ = [
     "UserMessage",
     "UtcDatetime",
     "answer_parts",
+    "arguments_sha256",
     "assistant",
     "content_for_model",
     "system",
@@ -326,7 +334,8 @@ class _BaseMessage(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
 
     @property
     def role(self) -> str:
-        """``"system"``, ``"user"``, ``"assistant"`` or ``"tool"`` (the tag written in the JSON form)."""
+        """``"system"``, ``"user"``, ``"assistant"``, ``"tool"`` or ``"approval"`` (the tag written in the JSON
+        form)."""
         return self.__struct_config__.tag  # type: ignore[return-value]
 
 
@@ -454,7 +463,71 @@ class ToolMessage(_BaseMessage, tag="tool"):
         self.tool_name = _shared(name)
 
 
-Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+ApprovalState: TypeAlias = Literal["requested", "approved", "denied"]
+ApprovalKind: TypeAlias = Literal["approval", "external"]
+ApprovalScope: TypeAlias = Literal["call", "conversation"]
+APPROVAL_STATES: tuple[ApprovalState, ...] = ("requested", "approved", "denied")
+APPROVAL_KINDS: tuple[ApprovalKind, ...] = ("approval", "external")
+APPROVAL_SCOPES: tuple[ApprovalScope, ...] = ("call", "conversation")
+
+
+class ApprovalMessage(_BaseMessage, tag="approval"):
+    """A tool call's wait, and how it ended: the log's record of a call that may not run yet (file format 2.2).
+
+    Never sent to a model. A ``"requested"`` entry says the call waits: for a person's decision (``kind="approval"``)
+    or for a result from outside (``kind="external"``, ended by the result itself). An ``"approved"`` or
+    ``"denied"`` entry is the decision, bound to the call by ``tool_call_id`` and to the arguments the person saw by
+    ``arguments_sha256``. The rules of their order are in `MessageList.validate` and docs/file-format.md#approvals.
+
+    Attributes:
+        tool_call_id: The call this entry is about.
+        tool_name: The called tool's name.
+        state: ``"requested"``, ``"approved"`` or ``"denied"``.
+        arguments_sha256: `arguments_sha256` of the call as the model wrote it.
+        kind: What the call waits for: ``"approval"`` (a person) or ``"external"`` (a result from outside).
+        reason: Why it waits (on a request) or why it was decided so (on a decision).
+        by: Who decided (free text; ``"rule"`` for a call approved by an earlier ``scope="conversation"`` approval).
+        arguments: On an approval that edits them: the arguments the call runs with (checked against the tool's
+            schema before they are logged).
+        scope: ``"call"``, or ``"conversation"``: the tool is approved for the rest of the conversation.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    state: ApprovalState
+    arguments_sha256: str
+    kind: ApprovalKind = "approval"
+    reason: str | None = None
+    by: str | None = None
+    arguments: dict[str, Any] | None = None
+    scope: ApprovalScope = "call"
+
+    def __post_init__(self) -> None:
+        self._clean_common()
+        self.tool_call_id = _text(self.tool_call_id)
+        self.tool_name = _shared(_text(self.tool_name))
+        self.reason = _text(self.reason)
+        self.by = _text(self.by)
+        if isinstance(self.arguments, dict):
+            try:
+                self.arguments = replace_non_finite_in(replace_surrogates_in(self.arguments))
+            except ValueError:
+                raise ValueError(f"approval of {self.tool_call_id!r:.60}: arguments are {TOO_DEEP}") from None
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage | ApprovalMessage
+
+
+def arguments_sha256(call: ToolCall) -> str:
+    """The SHA-256 (hex) of a call's arguments as the model wrote them: its raw argument text when it kept one,
+    else its arguments as JSON with sorted keys and no spaces (the same bytes in every process and store)."""
+    import hashlib
+
+    if call.raw_arguments is not None:
+        data = call.raw_arguments.encode("utf-8", "surrogatepass")
+    else:
+        data = msgspec.json.encode(call.arguments, order="sorted")
+    return hashlib.sha256(data).hexdigest()
 
 
 def content_for_model(message: AssistantMessage) -> str | None:
@@ -506,5 +579,5 @@ def assistant(text: str, *, meta: MessageMeta | None = None) -> AssistantMessage
     return AssistantMessage(content=text, meta=meta or DEFAULT_META)
 
 
-MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
-"""The four message classes (what `MessageList` holds)."""
+MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage, ApprovalMessage)
+"""The five message classes (what `MessageList` holds)."""

@@ -1,4 +1,4 @@
-"""The log under one public name: the four message kinds, their parts, and `MessageList`.
+"""The log under one public name: the five message kinds, their parts, and `MessageList`.
 
 ``from threadline.messages import UserMessage, MessageList`` is the public way in, and this module only gathers
 the names from where they live:
@@ -21,6 +21,7 @@ from .message_types import DEFAULT_META as DEFAULT_META
 from .message_types import (
     INTERRUPTED_TOOL,
     MODES,
+    ApprovalMessage,
     AssistantMessage,
     LLMError,
     Message,
@@ -33,6 +34,7 @@ from .message_types import (
     Usage,
     UserMessage,
     answer_parts,
+    arguments_sha256,
     assistant,
     content_for_model,
     system,
@@ -48,6 +50,7 @@ from .message_types import UtcDatetime as UtcDatetime
 __all__ = [
     "INTERRUPTED_TOOL",
     "MODES",
+    "ApprovalMessage",
     "AssistantMessage",
     "Attachment",
     "LLMError",
@@ -62,6 +65,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "answer_parts",
+    "arguments_sha256",
     "assistant",
     "content_for_model",
     "system",

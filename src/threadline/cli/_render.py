@@ -15,6 +15,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from ..message_types import (
+    ApprovalMessage,
     AssistantMessage,
     Message,
     Reasoning,
@@ -126,6 +127,27 @@ def render_message(
     return panel(message_box(message, results, show_reasoning=show_reasoning))
 
 
+_APPROVAL_STYLES = {"requested": "yellow", "approved": "green", "denied": "red"}
+
+
+def approval_box(entry: ApprovalMessage) -> Box:
+    """An approval entry: the call it is about, its state, who decided and why."""
+    if entry.state == "requested":
+        what = "waits for a result" if entry.kind == "external" else "waits for approval"
+    else:
+        what = f"{entry.state} by {entry.by or 'someone'}"
+        if entry.scope == "conversation":
+            what += " (for the rest of the conversation)"
+    lines = [Text(visible(f"{entry.tool_name} ({entry.tool_call_id}) {what}"))]
+    if entry.reason:
+        lines.append(Text(visible(entry.reason), style="dim"))
+    if entry.arguments is not None:
+        edited = visible_json(json.dumps(entry.arguments, ensure_ascii=False))
+        lines.append(Text("with arguments " + edited, style="dim"))
+    style = _APPROVAL_STYLES.get(entry.state, "yellow")
+    return Box(Text(f"approval · {entry.state}"), style, tuple(lines))
+
+
 def message_box(
     message: Message, results: dict[str, ToolMessage] | None = None, *, show_reasoning: bool = False
 ) -> Box:
@@ -145,6 +167,8 @@ def message_box(
         return Box(
             Text(visible(f"result of {message.tool_name}")), style, (Text(_preview(message.content), style=style),)
         )
+    if isinstance(message, ApprovalMessage):
+        return approval_box(message)
     ordered = answer_parts(message) if show_reasoning and message.reasoning else None
     answer: list[Text] = []
     if message.content:

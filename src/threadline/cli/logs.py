@@ -323,8 +323,9 @@ def _request_text(built: BuiltContext) -> str:
         else:
             head = f"[{index}] {message.role}{made}"
         lines.append(head)
-        if message.content:
-            lines.extend(f"    {line}" for line in message.content.splitlines() or [""])
+        content = getattr(message, "content", None)  # an approval entry has none (and is never in a request)
+        if content:
+            lines.extend(f"    {line}" for line in content.splitlines() or [""])
         if isinstance(message, AssistantMessage):
             for call in message.tool_calls:
                 arguments = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)

@@ -199,7 +199,7 @@ class ContextBuilder:
                 self._prefixes.clear()
             text = self.system_prefix(mode, persona, tools_offered=offered, instructions=all_instructions)
             prefix = self._prefixes[key] = SystemMessage(content=text)
-        head: list[Message] = [prefix]
+        head: list[SystemMessage] = [prefix]
         if run_brief is not None:
             head.extend(run_brief.messages())
 
@@ -224,8 +224,7 @@ class ContextBuilder:
             report.chars -= note_chars
             report.estimated_tokens -= note_tokens
         report.prefix_messages = len(head)
-        messages = head
-        messages.extend(window)
+        messages: list[Message] = [*head, *window]
         return BuiltContext(messages=messages, report=report)
 
     def add_summary(self, built: BuiltContext, summary: str) -> None:

@@ -23,6 +23,7 @@ import msgspec
 from .._artifact_names import READ_ARTIFACT, artifact_name, artifact_uri
 from ..message_types import (
     INTERRUPTED_TOOL,
+    ApprovalMessage,
     AssistantMessage,
     Message,
     SystemMessage,
@@ -50,6 +51,8 @@ def text_of(message: Message) -> str:
         for piece in message.reasoning:
             text += piece.text
         return text
+    if isinstance(message, ApprovalMessage):
+        return ""  # never sent to a model
     return message.content
 
 
@@ -114,7 +117,7 @@ def select_window(
     while head_end < size and isinstance(items[head_end], SystemMessage):
         opening = items[head_end]
         if include_ui or opening.meta.include_in_context:
-            text = opening.content  # type: ignore[assignment]  # a SystemMessage: always text
+            text = opening.content  # type: ignore[union-attr,assignment]  # a SystemMessage: always text
             head.append(opening)
             used_messages += 1
             used_chars += len(text)
@@ -137,6 +140,9 @@ def select_window(
             index -= 1
             continue
         kind = type(message)
+        if kind is ApprovalMessage:  # the log's record of a wait: never sent to a model
+            index -= 1
+            continue
         shaped_from = len(report.artifacts)  # the artifacts this unit's previews add, taken back if it is dropped
         if kind is ToolMessage or (kind is AssistantMessage and message.tool_calls):  # type: ignore[union-attr]
             group = _tool_group(items, index, include_ui, explicit, count, shaper)
@@ -158,13 +164,13 @@ def select_window(
                         content=content_for_model(message),  # type: ignore[arg-type]
                         model=message.model,  # type: ignore[union-attr]
                     )
-                elif message.content is None:
+                elif message.content is None:  # type: ignore[union-attr]
                     explicit.append(DroppedMessage(message.id, "empty"))
                     index -= 1
                     continue
                 text = text_of(message)
             else:
-                text = message.content  # type: ignore[assignment]
+                text = message.content  # type: ignore[union-attr,assignment]
             chars = len(text)
             tokens = (count(text) if count is not None else (chars + 3) // 4) + 4
             unit = (message,)
@@ -309,6 +315,9 @@ def _tool_group(
             explicit.append(DroppedMessage(candidate.id, "ui_only"))
             j -= 1
             continue
+        if type(candidate) is ApprovalMessage:  # the record of a wait between a call and its result: not sent
+            j -= 1
+            continue
         if isinstance(candidate, SystemMessage) and results:
             if interleaved is None:
                 interleaved = []
@@ -378,7 +387,7 @@ def _tool_group(
         for note in reversed(interleaved):
             unit.append(note)
             ids.append(note.id)
-            content = note.content  # type: ignore[assignment]
+            content = note.content  # type: ignore[union-attr,assignment]
             chars += len(content)
             tokens += (count(content) if count is not None else (len(content) + 3) // 4) + 4
     group = (unit, ids, chars, tokens)

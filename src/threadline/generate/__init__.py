@@ -132,7 +132,7 @@ class GenerateHost:
     async def build_request_context(self, tools: ResolvedTools, run_brief: Any) -> BuiltContext:
         built = self._builder.build(self.messages, None, None, run_brief, tools, cache=self._window_cache)
         report = built.report
-        if report.prefix_messages and not built.messages[0].content:
+        if report.prefix_messages and not built.messages[0].content:  # type: ignore[union-attr]  # a SystemMessage
             # No system text, documents or toolset instructions: send no empty system message.
             del built.messages[0]
             report.prefix_messages -= 1

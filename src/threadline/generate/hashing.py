@@ -31,6 +31,7 @@ from ..errors import ProtocolError, UserError, renamed_argument, warn_renamed
 from ..message_list import MessageList
 from ..message_types import (
     INTERRUPTED_TOOL,
+    ApprovalMessage,
     AssistantMessage,
     Message,
     SystemMessage,
@@ -276,7 +277,7 @@ def hash_request(request: GenerateRequest) -> str:
 
 
 _encode = msgspec.json.encode
-_MESSAGE_KINDS = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+_MESSAGE_KINDS = (SystemMessage, UserMessage, AssistantMessage, ToolMessage, ApprovalMessage)
 
 
 def _canonical_log(messages: MessageList | Sequence[Message]) -> list[tuple[Any, ...]]:
@@ -290,42 +291,45 @@ class _NotAMessage(Exception):
     """An input item that is not a message yet (a chat-message dict)."""
 
 
-def _canonical(message: Message) -> tuple[Any, ...]:
-    """A message as the request carries it: no id, timestamp, usage, duration or UI metadata."""
+def _canonical(message: Any) -> tuple[Any, ...]:
+    """A message as the request carries it: no id, timestamp, usage, duration or UI metadata. (``Any``: its kind
+    is told by ``type(...) is``, the fastest check, which type checkers do not narrow by.)"""
     kind = type(message)
     if kind is AssistantMessage:
-        reasoning = message.reasoning  # type: ignore[union-attr]
+        reasoning = message.reasoning
         if reasoning:  # only then, so the hashes of logs without reasoning stay what they were
             return (
                 "a",
                 message.content,
-                message.tool_calls,  # type: ignore[union-attr]
-                message.error,  # type: ignore[union-attr]
+                message.tool_calls,
+                message.error,
                 message.meta.include_in_context,
                 reasoning,
             )
         return (
             "a",
             message.content,
-            message.tool_calls,  # type: ignore[union-attr]
-            message.error,  # type: ignore[union-attr]
+            message.tool_calls,
+            message.error,
             message.meta.include_in_context,
         )
     if kind is ToolMessage:
         return (
             "t",
-            message.tool_call_id,  # type: ignore[union-attr]
-            message.tool_name,  # type: ignore[union-attr]
+            message.tool_call_id,
+            message.tool_name,
             message.content,
-            message.is_error,  # type: ignore[union-attr]
+            message.is_error,
             message.meta.include_in_context,
         )
     if kind is UserMessage:
-        attachments = message.attachments  # type: ignore[union-attr]
+        attachments = message.attachments
         listed = [item.to_dict() for item in attachments] if attachments else None
         return ("u", message.content, listed, message.meta.include_in_context)
     if kind is SystemMessage:
         return ("s", message.content, message.meta.include_in_context)
+    if kind is ApprovalMessage:  # not sent, but a log with a wait is not the log without it
+        return ("p", message.tool_call_id, message.state)
     raise _NotAMessage
 
 

@@ -25,7 +25,11 @@ from ..attachments import Attachment
 from ..errors import MessageListDeserializationError
 from ..message_fields import problem_field, value_problem
 from ..message_types import (
+    APPROVAL_KINDS,
+    APPROVAL_SCOPES,
+    APPROVAL_STATES,
     MODES,
+    ApprovalMessage,
     AssistantMessage,
     LLMError,
     Message,
@@ -283,7 +287,35 @@ def _message(item: Any, names: Mapping[str, str]) -> Message:
             duration_ms=_milliseconds(duration),
             **common,
         )
-    raise FieldError(f"role: unknown role {role!r} (expected system, user, assistant or tool)", "role")
+    if role == "approval":
+        return _approval(item, common)
+    raise FieldError(f"role: unknown role {role!r} (expected system, user, assistant, tool or approval)", "role")
+
+
+_APPROVAL_TEXT = ("tool_call_id", "tool_name", "arguments_sha256", "reason", "by")
+_APPROVAL_CHOICES = (("state", APPROVAL_STATES), ("kind", APPROVAL_KINDS), ("scope", APPROVAL_SCOPES))
+
+
+def _approval(item: Mapping[str, Any], common: dict[str, Any]) -> ApprovalMessage:
+    """An approval entry, written with the field names of the native form (docs/file-format.md#approvals)."""
+    values: dict[str, Any] = {}
+    for key in _APPROVAL_TEXT:
+        value = first_field(item, (key,), str, "a string")
+        if value is not None:
+            values[key] = value
+    for key, allowed in _APPROVAL_CHOICES:
+        value = first_field(item, (key,), str, "a string")
+        if value is not None:
+            if value not in allowed:
+                raise FieldError(f"{key}: expected one of {', '.join(allowed)}, got {value!r}", key)
+            values[key] = value
+    for key in ("tool_call_id", "tool_name", "arguments_sha256", "state"):
+        if key not in values:
+            raise FieldError(f"missing field {key!r}", key)
+    arguments = first_field(item, ("arguments",), dict, "an object")
+    if arguments is not None:
+        values["arguments"] = arguments
+    return ApprovalMessage(**values, **common)
 
 
 def _milliseconds(duration: float | None) -> float | None:
@@ -349,6 +381,11 @@ def message_to_file(message: Message) -> dict[str, Any]:
             out["isError"] = True
         if message.duration_ms is not None:
             out["duration"] = message.duration_ms
+    elif isinstance(message, ApprovalMessage):
+        entry = msgspec.to_builtins(message)
+        for key in ("role", "id", "created_at", "meta"):
+            entry.pop(key, None)
+        out.update(entry)
     else:
         out["content"] = message.content
         if isinstance(message, UserMessage) and message.attachments:

@@ -9,6 +9,9 @@ Versions of the threadline format (``{"version": ..., "messages": [...]}``):
 - ``"2.1"`` (written now): adds ``reasoning`` to assistant messages (`threadline.Reasoning`: text, signature,
   redacted, provider, id, position) and ``reasoning_tokens`` to usage, both omitted when empty, so a log without
   reasoning is the 2.0 form with another version. 2.0 documents read unchanged.
+- ``"2.2"``: adds approval entries (``role: "approval"``, `threadline.ApprovalMessage`: a tool call's wait and its
+  decision). Written only for a log that holds one, so every other log stays readable by a threadline that knows
+  2.1; a document labelled 2.0 or 2.1 that holds one is refused.
 
 Every reader either returns a whole log or raises `MessageListDeserializationError` naming the position and field.
 What a reader returns can always be written back: text follows the log's rule (lone surrogates become U+FFFD, see
@@ -30,7 +33,7 @@ from .._text import replace_surrogates_in
 from ..attachments import Attachment
 from ..errors import MessageListDeserializationError
 from ..message_fields import MAX_COUNT, problem_field, value_problem
-from ..message_types import AssistantMessage, Message
+from ..message_types import ApprovalMessage, AssistantMessage, Message
 from .fields import decode_json, kind_name
 from .fluent_v1 import read_fluent_v1
 from .openai_chat import read_openai_chat
@@ -47,11 +50,33 @@ __all__ = [
     "load_data",
     "load_json",
     "typed_decoder",
+    "version_for",
 ]
 
-FORMAT_VERSION = "2.1"
-READABLE_VERSIONS = frozenset({"2.0", "2.1"})
-"""The native versions this threadline reads (2.0 is 2.1 without reasoning)."""
+FORMAT_VERSION = "2.2"
+"""The newest version this threadline writes (for a log with approval entries; `version_for` picks per log)."""
+READABLE_VERSIONS = frozenset({"2.0", "2.1", "2.2"})
+"""The native versions this threadline reads (2.0 is 2.1 without reasoning, 2.1 is 2.2 without approvals)."""
+_BEFORE_APPROVALS = "2.1"
+
+
+def version_for(messages: list[Message]) -> str:
+    """The version a log is written as: ``"2.2"`` when it holds an approval entry, else ``"2.1"``."""
+    return FORMAT_VERSION if ApprovalMessage in set(map(type, messages)) else _BEFORE_APPROVALS
+
+
+def _versions_allow(version: str, messages: list[Message]) -> list[Message]:
+    """``messages`` if ``version`` can hold all of them (approval entries only from 2.2 on)."""
+    if version != FORMAT_VERSION and ApprovalMessage in set(map(type, messages)):
+        position = next(index for index, message in enumerate(messages) if type(message) is ApprovalMessage)
+        raise MessageListDeserializationError(
+            f"messages[{position}]: an approval entry in a version {version!r} document (they exist from 2.2 on)",
+            position=position,
+            field="role",
+        )
+    return messages
+
+
 _T = TypeVar("_T")
 
 
@@ -136,19 +161,20 @@ def decode_messages(rows: list[bytes]) -> list[Message]:
 
 
 def dump_json(messages: list[Message]) -> bytes:
-    """Encode messages as version-2.1 JSON bytes."""
+    """Encode messages as JSON bytes of their version (`version_for`)."""
+    version = version_for(messages)
     try:
-        return _encoder.encode(_Document(version=FORMAT_VERSION, messages=messages))
+        return _encoder.encode(_Document(version=version, messages=messages))
     except UnicodeEncodeError:
         for message in messages:
             _apply_text_rule(message)
-        return _encoder.encode(_Document(version=FORMAT_VERSION, messages=messages))
+        return _encoder.encode(_Document(version=version, messages=messages))
 
 
 def dump_dict(messages: list[Message]) -> dict[str, Any]:
-    """The version-2.1 form as JSON-ready builtins."""
+    """The document of their version (`version_for`) as JSON-ready builtins."""
     result: dict[str, Any] = msgspec.to_builtins(
-        _Document(version=FORMAT_VERSION, messages=messages), enc_hook=_enc_hook
+        _Document(version=version_for(messages), messages=messages), enc_hook=_enc_hook
     )
     return result
 
@@ -165,7 +191,7 @@ def load_json(text: str | bytes) -> list[Message]:
     else:
         if document.version in READABLE_VERSIONS:
             # JSON text holds only JSON values: only the numbers their types let through are left to check.
-            return _unique_ids(checked_values(document.messages, free_form=False))
+            return _unique_ids(checked_values(_versions_allow(document.version, document.messages), free_form=False))
     try:
         data = decode_json(text)
     except UnicodeError as exc:
@@ -282,7 +308,7 @@ def _load_data(data: Any) -> list[Message]:
     if version is None:
         raise MessageListDeserializationError("missing field 'version'", field="version")
     raise MessageListDeserializationError(
-        f"unsupported version {version!r} (this threadline reads '2.1', '2.0', and '1.0' of fluent_llm)",
+        f"unsupported version {version!r} (this threadline reads '2.2', '2.1', '2.0', and '1.0' of fluent_llm)",
         field="version",
     )
 
@@ -323,4 +349,4 @@ def _read_v2(data: Mapping[str, Any]) -> list[Message]:
         raise _validation_error(exc) from None
     except RecursionError:
         raise _too_deep(data) from None
-    return document.messages
+    return _versions_allow(document.version, document.messages)

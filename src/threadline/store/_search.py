@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 
-from ..message_types import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ..message_types import ApprovalMessage, AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 
 __all__ = [
     "SEARCH_TEXT_LIMIT",
@@ -54,6 +54,8 @@ def search_text(message: Message) -> str:
         parts.append(message.content)
     elif type(message) is SystemMessage:
         parts.append(message.content)
+    elif type(message) is ApprovalMessage:
+        parts.extend((message.tool_name, message.state, message.by or "", message.reason or ""))
     text = "\n".join(part for part in parts if part)[:SEARCH_TEXT_LIMIT]
     return text.replace("\x00", " ") if "\x00" in text else text
 

@@ -147,8 +147,9 @@ def chat_turns(
             calls_in_last_assistant = len(message.tool_calls)
         elif isinstance(message, ToolMessage):
             turns.append((tool_role, _tool_text(message, calls_in_last_assistant > 1, tool_role)))
-        else:
+        elif isinstance(message, SystemMessage):
             turns.append(("system", message.content))
+        # an approval entry is the log's record of a wait: never sent to a model
     return turns
 
 
