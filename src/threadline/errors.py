@@ -10,7 +10,11 @@ Misuse by the caller is kept apart from failures while running::
     ├── MessageListDeserializationError    a file or dict is not a readable log (position and field)
     ├── OutputValidationError              structured output did not validate against the requested type
     ├── StoreError                         the store refused or failed an operation
-    └── ConversationBusy                   another turn holds the conversation (this process or another)
+    ├── ConversationBusy                   another turn holds the conversation (this process or another)
+    └── AwaitingDecision                   tool calls wait for a decision or a result (names them)
+
+`ApprovalRequired` is not an error of threadline's: a tool raises it, before it acts, to make its call wait for a
+person's decision.
 
 Provider and driver exceptions never escape: each adapter maps them to one of these at its edge.
 """
@@ -24,6 +28,8 @@ from typing import Any
 from ._text import replace_surrogates
 
 __all__ = [
+    "ApprovalRequired",
+    "AwaitingDecision",
     "CapabilityError",
     "ConversationBusy",
     "MessageListDeserializationError",
@@ -136,6 +142,34 @@ class ConversationBusy(ThreadlineError):
     to the conversation behind this one's back, or when a tool writes to the conversation whose turn is running it
     (the turn waits for the tool: the wait would never end).
     """
+
+
+class AwaitingDecision(UserError):
+    """Tool calls of the conversation wait (for a person's decision, or a result from outside), so what was asked
+    cannot happen yet: a new request, or a decision about a call that is not waiting. The message names the calls;
+    ``calls`` holds their ids."""
+
+    def __init__(self, message: str, calls: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.calls = list(calls or ())
+
+
+class ApprovalRequired(Exception):
+    """Raised by a tool, before it does anything, to make its call wait for a person's decision.
+
+    The call is recorded as waiting, with ``reason``, and the turn ends with ``stop_reason="awaiting"``. Once the
+    call is approved it runs again, and `threadline.tools.call_approved()` is then true inside it::
+
+        @tool
+        def pay(amount: float) -> str:
+            if amount > 100 and not call_approved():
+                raise ApprovalRequired(f"{amount} is over the limit of 100")
+            ...
+    """
+
+    def __init__(self, reason: str = "the tool asks for approval") -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 # -- deprecated names kept for one release (issue 32, "one word per idea"): each still works and warns, naming the

@@ -10,10 +10,15 @@ the rest of the library accepts.
 The model's arguments are validated against the schema before the call; invalid JSON, schema violations, unknown
 tools, exceptions and timeouts all become a `ToolMessage` with ``is_error=True`` (see `execute_tool_call`), so the
 loop goes on and the model can correct itself.
+
+A tool may make its calls wait instead of running: ``@tool(approval=...)`` (a person decides), ``@tool(external=True)``
+(the result comes from outside), or `threadline.ApprovalRequired` raised before it acts (`call_approved` says
+whether the call running now was approved); see `threadline.engine.waits`.
 """
 
 from __future__ import annotations
 
+from .approvals import approved_call, call_approved
 from .base_toolset import BaseToolset, ToolHost
 from .execution import CANCEL_GRACE, describe_exception, encode_result, execute_tool_call
 from .resolution import DynamicTools, ResolvedTools, ToolLike, dynamic_tools, is_dynamic_provider, resolve_tools
@@ -30,7 +35,9 @@ __all__ = [
     "ToolHost",
     "ToolLike",
     "Toolset",
+    "approved_call",
     "as_tool",
+    "call_approved",
     "describe_exception",
     "dynamic_tools",
     "encode_result",

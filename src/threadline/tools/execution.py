@@ -14,7 +14,9 @@ from .._exception_text import describe_exception, type_name
 from .._json_values import TOO_DEEP, arguments_text_problem
 from .._masking import environment_secrets, mask_secrets
 from .._text import replace_surrogates_in
+from ..errors import ApprovalRequired
 from ..message_types import ToolCall, ToolMessage
+from .approvals import call_approved
 from .reading import ReadingStopped, holds_iterator, read_async_generator, read_iterators
 from .tool import Tool, ToolArgumentsError
 
@@ -138,6 +140,9 @@ async def execute_tool_call(
     is left running. An async generator is read on the event loop, which gets a turn every few milliseconds even
     when the generator never suspends, so its timeout stops it too.
 
+    A tool that raises `ApprovalRequired` makes its call wait: that is raised on to the engine, which records the
+    wait (unless the call was approved already: then its result is an error that says so).
+
     ``on_error``, when given, is called with a short name of what went wrong when the result is an error (for
     tracing's ``error.type``): the class name of the exception the tool raised, ``"timeout"``,
     ``"invalid_arguments"``, ``"unknown_tool"`` or ``"unencodable_result"``.
@@ -187,11 +192,20 @@ async def execute_tool_call(
                 if not outcome.ok:
                     if isinstance(outcome.value, KeyboardInterrupt):
                         raise outcome.value
-                    # The exception's text may quote a credential (a URL with its key, a header): masked, as in
-                    # every error threadline shows, before it reaches the log, the screen and the model.
-                    why = mask_secrets(describe_exception(outcome.value), environment_secrets())
-                    content = f"Tool {call.name!r} failed: {why}"
-                    kind = type_name(outcome.value)
+                    if isinstance(outcome.value, ApprovalRequired) and not call_approved():
+                        raise outcome.value.with_traceback(None)
+                    if isinstance(outcome.value, ApprovalRequired):
+                        content = (
+                            f"Tool {call.name!r} asked for approval again after its call was approved (a tool that "
+                            "raises ApprovalRequired checks threadline.tools.call_approved() first)"
+                        )
+                        kind = "approval_required"
+                    else:
+                        # The exception's text may quote a credential (a URL with its key, a header): masked, as in
+                        # every error threadline shows, before it reaches the log, the screen and the model.
+                        why = mask_secrets(describe_exception(outcome.value), environment_secrets())
+                        content = f"Tool {call.name!r} failed: {why}"
+                        kind = type_name(outcome.value)
                 else:
                     encoded = outcome.value if isinstance(outcome.value, _Encoded) else _encode(outcome.value)
                     if encoded.error is None:

@@ -26,13 +26,18 @@ class Tool:
         parameters: JSON schema of the arguments.
         handler: The function called with the validated arguments as keyword arguments.
         timeout: Seconds before a running call is cut off and reported to the model (None: the conversation's).
+        approval: Whether its calls wait for a person's decision: True, False, a function of the arguments that
+            answers True, False or a reason, or None (the turn's policy decides: ``.approval(policy)``).
+        external: Its result comes from outside the process (``submit_result``): its calls wait, no body runs.
     """
 
     __slots__ = (
         "_check",
         "_fields",
         "_validator",
+        "approval",
         "description",
+        "external",
         "handler",
         "is_async",
         "name",
@@ -48,6 +53,8 @@ class Tool:
         description: str | None = None,
         timeout: float | None = None,
         parameters: Mapping[str, Any] | None = None,
+        approval: bool | Callable[[dict[str, Any]], bool | str | None] | None = None,
+        external: bool = False,
     ) -> None:
         if not callable(handler):
             raise UserError(f"a tool needs a callable, got {type(handler).__name__}")
@@ -55,6 +62,7 @@ class Tool:
         self.name: str = name or fn_name
         if not isinstance(self.name, str) or not self.name:
             raise UserError("a tool needs a non-empty name")
+        self.approval, self.external = _waits(self.name, approval, external)
         signature = signature_of(handler, self.name)
         self.description: str = description if description is not None else signature.summary
         self.handler = handler
@@ -75,6 +83,8 @@ class Tool:
         description: str = "",
         validator: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
         timeout: float | None = None,
+        approval: bool | Callable[[dict[str, Any]], bool | str | None] | None = None,
+        external: bool = False,
     ) -> Tool:
         """A tool described by a JSON schema instead of its handler's signature (e.g. a tool of an MCP server).
 
@@ -87,6 +97,8 @@ class Tool:
                 when the arguments do not fit the schema. None passes them on unchecked, so the handler (or the
                 server behind it) judges them.
             timeout: Seconds before a running call is cut off (None: the conversation's).
+            approval: As for `Tool`.
+            external: As for `Tool`.
 
         Raises:
             UserError: for a handler that is not callable, an empty name or a schema that is not an object.
@@ -98,6 +110,7 @@ class Tool:
         if not isinstance(parameters, Mapping):
             raise UserError(f"tool {name!r}: its parameters must be a JSON schema object")
         made = cls.__new__(cls)
+        made.approval, made.external = _waits(name, approval, external)
         made.name = name
         made.description = description
         made.handler = handler
@@ -155,11 +168,27 @@ class Tool:
         return f"Tool({self.name!r})"
 
 
+def _waits(name: str, approval: Any, external: Any) -> tuple[Any, bool]:
+    """A tool's ``approval`` and ``external``, checked."""
+    if not (approval is None or isinstance(approval, bool) or callable(approval)):
+        raise UserError(f"tool {name!r}: approval must be True, False or a function, got {type(approval).__name__}")
+    if not isinstance(external, bool):
+        raise UserError(f"tool {name!r}: external must be True or False, got {type(external).__name__}")
+    if external and approval:
+        raise UserError(f"tool {name!r}: an external tool waits for its result already; it takes no approval")
+    return approval, external
+
+
 @overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    approval: bool | Callable[[dict[str, Any]], bool | str | None] | None = None,
+    external: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -168,16 +197,23 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    approval: bool | Callable[[dict[str, Any]], bool | str | None] | None = None,
+    external: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a function a `Tool`, optionally overriding its name, description and timeout.
 
     Usable bare (``@tool``) or with arguments (``@tool(name="weather")``). The result is still callable.
+
+    ``approval=True`` makes every call wait for a person's decision (`Conversation.approve` / ``deny``);
+    ``approval=fn`` decides from the arguments (``fn(arguments)`` answers True, False or a reason).
+    ``external=True`` declares a tool whose result comes from outside the process (a browser, a long job): its
+    calls wait until `Conversation.submit_result` gives it; the function only describes its arguments.
     """
     if fn is not None:
-        return Tool(fn, name=name, description=description, timeout=timeout)
+        return Tool(fn, name=name, description=description, timeout=timeout, approval=approval, external=external)
 
     def decorate(function: Callable[..., Any]) -> Tool:
-        return Tool(function, name=name, description=description, timeout=timeout)
+        return Tool(function, name=name, description=description, timeout=timeout, approval=approval, external=external)
 
     return decorate
 

@@ -16,7 +16,7 @@ from .tool import Tool, as_tool
 if TYPE_CHECKING:
     from .mcp.toolset import MCPToolset
 
-__all__ = ["Toolset", "describable_toolset"]
+__all__ = ["Toolset", "describable_toolset", "set_approval"]
 
 
 class Toolset(BaseToolset):
@@ -58,6 +58,7 @@ class Toolset(BaseToolset):
         exclude: Iterable[str] | None = None,
         getters: bool = False,
         instructions: str | None = None,
+        approval: bool | Mapping[str, Any] | None = None,
     ) -> Toolset:
         """Every public method of ``obj`` as a tool named ``"<Name>.<method>"``.
 
@@ -72,9 +73,15 @@ class Toolset(BaseToolset):
             exclude: Member names never to expose.
             getters: Also expose public properties as getter tools.
             instructions: Text for the system prompt while these tools are offered.
+            approval: Which calls wait for a person's decision: True (all), or per member name
+                (``{"delete": True, "pay": lambda args: args["amount"] > 100}``; each as `tool`'s ``approval``).
+
+        Raises:
+            UserError: for an ``approval`` that names a member that is not one of the tools.
         """
         prefix = name or _object_name(obj)
         tools = _member_tools(obj, prefix, include, exclude, getters, left_out=None)
+        set_approval(tools, approval, prefix)
         return cls(tools, name=prefix, instructions=instructions)
 
     @classmethod
@@ -89,6 +96,7 @@ class Toolset(BaseToolset):
         exclude: Iterable[str] | None = None,
         timeout: float = 60.0,
         start_timeout: float | None = None,
+        approval: bool | Mapping[str, Any] | None = None,
     ) -> MCPToolset:
         """The tools of an MCP server, each named ``"<Name>.<tool>"`` (needs the ``mcp`` extra).
 
@@ -111,6 +119,8 @@ class Toolset(BaseToolset):
             start_timeout: Seconds to wait for the server to start and list its tools (default: ``timeout``); a
                 server that says nothing by then is stopped, and the start fails with `MCPConnectionError`. Give
                 more for one installed on its first start (``uvx``).
+            approval: Which calls wait for a person's decision: True (all), or per tool of the server (its own
+                names: ``{"delete_file": True}``), as `tool`'s ``approval``; checked when the tools are listed.
 
         Raises:
             UserError: for bad arguments, or when the ``mcp`` extra is not installed.
@@ -126,6 +136,7 @@ class Toolset(BaseToolset):
             exclude=exclude,
             timeout=timeout,
             start_timeout=start_timeout,
+            approval=approval,
         )
 
 
@@ -156,6 +167,36 @@ def describable_toolset(obj: Any, name: str | None = None) -> tuple[Toolset, lis
     left_out: list[tuple[str, str]] = []
     tools = _member_tools(obj, prefix, None, None, False, left_out=left_out)
     return Toolset(tools, name=prefix), left_out
+
+
+def set_approval(tools: Iterable[Tool], approval: bool | Mapping[str, Any] | None, prefix: str | None) -> None:
+    """Give ``tools`` (named ``"<prefix>.<member>"``) their ``approval``: one for all, or per member name.
+
+    Raises:
+        UserError: for a value a tool's ``approval`` cannot be, or a name that is none of the tools.
+    """
+    if approval is None:
+        return
+    tools = list(tools)
+    if isinstance(approval, Mapping):
+        by_member = {tool.name.removeprefix(f"{prefix}.") if prefix else tool.name: tool for tool in tools}
+        unknown = sorted(set(approval) - set(by_member))
+        if unknown:
+            raise UserError(
+                f"approval names {', '.join(map(repr, unknown))}, which is not a tool here "
+                f"(tools: {', '.join(sorted(by_member))})"
+            )
+        chosen = [(by_member[member], rule) for member, rule in approval.items()]
+    else:
+        chosen = [(tool, approval) for tool in tools]
+    for tool, rule in chosen:
+        if not (rule is None or isinstance(rule, bool) or callable(rule)):
+            raise UserError(
+                f"tool {tool.name!r}: approval must be True, False or a function, got {type(rule).__name__}"
+            )
+        if tool.external and rule:
+            raise UserError(f"tool {tool.name!r}: an external tool waits for its result already; it takes no approval")
+        tool.approval = rule
 
 
 def _member_tools(

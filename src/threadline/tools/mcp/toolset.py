@@ -31,6 +31,7 @@ from ...errors import UserError
 from ...tracing import hooks as tracing
 from ..base_toolset import BaseToolset
 from ..tool import Tool, ToolArgumentsError
+from ..toolset import set_approval
 from .connection import MCPConnection, MCPConnectionError, MCPToolError, ServerListing, safe_url
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class MCPToolset(BaseToolset):
 
     __slots__ = (
         "__weakref__",
+        "_approval",
         "_connection",
         "_exclude",
         "_given_instructions",
@@ -81,8 +83,12 @@ class MCPToolset(BaseToolset):
         exclude: Iterable[str] | None = None,
         timeout: float = 60.0,
         start_timeout: float | None = None,
+        approval: bool | Mapping[str, Any] | None = None,
     ) -> None:
         argv, endpoint = _check_target(command, url)
+        if not (approval is None or isinstance(approval, (bool, Mapping)) or callable(approval)):
+            raise UserError(f"approval must be True, False, a function or a mapping, got {type(approval).__name__}")
+        self._approval = approval
         if env is not None and (
             not isinstance(env, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
         ):
@@ -164,6 +170,7 @@ class MCPToolset(BaseToolset):
                     timeout=self.timeout + _TIMEOUT_MARGIN,
                 )
             )
+        set_approval(tools, self._approval, prefix)  # a name the server does not have is refused here
         return tools
 
     # -- BaseToolset ---------------------------------------------------------------------------------------------
