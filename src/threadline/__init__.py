@@ -19,6 +19,8 @@ from .context import BuiltContext, ContextBuilder, ContextReport, ContextSetting
 from .conversation import Conversation, ConversationConfig
 from .engine import TurnResult
 from .errors import (
+    ApprovalRequired,
+    AwaitingDecision,
     CapabilityError,
     ConversationBusy,
     MessageListDeserializationError,
@@ -29,7 +31,9 @@ from .errors import (
     ThreadlineError,
     UserError,
 )
+from .message_list import AwaitingCall
 from .messages import (
+    ApprovalMessage,
     AssistantMessage,
     Attachment,
     LLMError,
@@ -73,8 +77,12 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApprovalMessage",
+    "ApprovalRequired",
     "AssistantMessage",
     "Attachment",
+    "AwaitingCall",
+    "AwaitingDecision",
     "BaseToolset",
     "BuiltContext",
     "CapabilityError",

@@ -65,6 +65,9 @@ class ConversationConfig(msgspec.Struct):
         busy_timeout: Seconds a turn (or `Conversation.add`) waits while another turn holds the conversation — in
             this process, or in another one sharing the store — before it raises `ConversationBusy`; None waits as
             long as it takes.
+        approval: The approval policy for tools that say nothing of approval: True (every call waits for a
+            person's decision), False or None (none waits), or a function of the `ToolCall` answering True, False
+            or a reason (see `threadline.engine.waits`).
     """
 
     model: str | Model | None = None
@@ -84,6 +87,7 @@ class ConversationConfig(msgspec.Struct):
     tool_timeout: float | None = TOOL_TIMEOUT
     context: ContextBuilder | ContextSettings | None = None
     busy_timeout: float | None = 300.0
+    approval: Any = None
 
     def __post_init__(self) -> None:
         for key in _CHECKED_FIELDS:
@@ -104,6 +108,7 @@ _CHECKED_FIELDS = (
     "timeout",
     "max_retries",
     "tool_timeout",
+    "approval",
 )
 
 
@@ -124,6 +129,9 @@ def config_problem(key: str, value: Any) -> str | None:
             return f"busy_timeout {problem}"
         ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0)
         return None if ok else f"busy_timeout must be a number of seconds > 0 (or None), got {value!r}"
+    if key == "approval":
+        ok = value is None or isinstance(value, bool) or callable(value)
+        return None if ok else f"approval must be True, False or a function of the call, got {type(value).__name__}"
     if key in SETTING_KEYS or key in TURN_KEYS:
         return setting_problem(key, value)
     return None

@@ -20,8 +20,9 @@ import msgspec
 
 from ..engine import TurnResult
 from ..errors import StoreError, UserError, renamed_argument, warn_renamed
-from ..message_list import MessageList
-from ..message_types import AssistantMessage, Message, ToolMessage
+from ..message_list import AwaitingCall, MessageList, call_waits
+from ..message_types import ApprovalMessage, AssistantMessage, Message, ToolMessage
+from . import decisions
 from .config import ConversationConfig, own_config
 from .host import ConversationHost
 from .lock import TurnHold
@@ -287,6 +288,100 @@ class Conversation:
         """Give up a reservation (`acquire`, ``prompt_conversation``) whose turn will not run. Does nothing while a
         turn runs, or when nothing is reserved."""
         self.host.release()
+
+    # -- calls that wait ---------------------------------------------------------------------------------------
+    @property
+    def awaiting(self) -> list[AwaitingCall]:
+        """The tool calls that wait: for a person's decision (``kind="approval"``) or a result from outside
+        (``kind="external"``), in call order. Read from the log in memory: a conversation loaded in another process
+        sees the waits stored when it was loaded (`Conversation.load` again to see later ones)."""
+        return call_waits(self.messages).waiting
+
+    def approve(
+        self,
+        call_id: str,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        scope: str = "call",
+        arguments_sha256: str | None = None,
+    ) -> ApprovalMessage:
+        """Approve a call that waits for a decision; `resume` then runs it.
+
+        Works from any process holding the store: the conversation is held (the store's writer lease) and caught
+        up with the store first, so of two processes deciding one call, the second is refused.
+
+        Args:
+            call_id: The call (see `awaiting`).
+            by: Who decides (free text, logged).
+            reason: Why (logged).
+            arguments: Run the call with these arguments instead of the model's (checked against the tool's schema
+                first; the conversation must have the tool).
+            scope: ``"call"``, or ``"conversation"``: this tool is approved for the rest of the conversation (its
+                later calls run at once, logged as approved ``by="rule"``).
+            arguments_sha256: The hash of the arguments the person saw (`AwaitingCall.arguments_sha256`): refused
+                if the call's differ.
+
+        Returns:
+            The decision, as logged.
+
+        Raises:
+            AwaitingDecision: if the call does not wait for a decision (unknown, answered, decided already, or it
+                waits for a result: `submit_result`); nothing is recorded.
+            UserError: for arguments the tool refuses, or a hash that differs; nothing is recorded.
+            ConversationBusy: if a turn holds the conversation and did not end within ``config.busy_timeout``.
+        """
+        with self.hold():
+            return decisions.approve(
+                self.host,
+                call_id,
+                by=by,
+                reason=reason,
+                arguments=arguments,
+                scope=scope,
+                arguments_sha256=arguments_sha256,
+            )
+
+    def deny(
+        self, call_id: str, *, by: str | None = None, reason: str | None = None, arguments_sha256: str | None = None
+    ) -> ApprovalMessage:
+        """Deny a call that waits for a decision: the decision and the error result the model reads (``"denied
+        by <by>: <reason>"``) are logged; `resume` goes on with the model.
+
+        Raises:
+            AwaitingDecision: if the call does not wait for a decision; nothing is recorded.
+            UserError: for a hash that differs (as for `approve`); nothing is recorded.
+            ConversationBusy: as for `approve`.
+        """
+        with self.hold():
+            return decisions.deny(self.host, call_id, by=by, reason=reason, arguments_sha256=arguments_sha256)
+
+    def submit_result(self, call_id: str, content: Any, *, is_error: bool = False) -> ToolMessage:
+        """Give the result of a call to an external tool (``@tool(external=True)``); `resume` then goes on.
+
+        Args:
+            call_id: The call (see `awaiting`).
+            content: The result: text, or anything JSON can hold (encoded as a tool's return value is).
+            is_error: The result is a failure the model should read as one.
+
+        Raises:
+            AwaitingDecision: if the call does not wait for a result; nothing is recorded.
+            ConversationBusy: as for `approve`.
+        """
+        with self.hold():
+            return decisions.submit_result(self.host, call_id, content, is_error)
+
+    def resume(self, on_message: Callable[[Message], Any] | None = None, **overrides: Any) -> TurnResult:
+        """Go on after calls were decided: run the approved calls (with the arguments their approval gave), then
+        the model, as a turn with no new request. A turn while calls still wait ends at once with
+        ``stop_reason="awaiting"``. `run_sync` under the name of what it is for (``async for message in
+        conversation.run()`` in async code).
+
+        Raises:
+            As `run_sync`.
+        """
+        return self.run_sync(on_message, **overrides)
 
     # -- turns ------------------------------------------------------------------------------------------------
     def run(self, *, result: TurnResult | None = None, **overrides: Any) -> AsyncIterator[Message]:

@@ -27,10 +27,10 @@ from .._ids import new_id
 from ..engine import TurnOptions, TurnResult, interrupted_results, plan_turn, run_turn
 from ..engine._tool_scope import refuse_own_tool
 from ..engine.plan import CheckedSettings, mode_meta
-from ..errors import StoreError, UserError
+from ..errors import AwaitingDecision, StoreError, UserError
 from ..message_fields import field_problem
-from ..message_list import MessageList
-from ..message_types import MODES, AssistantMessage, Message, MessageMeta, UserMessage
+from ..message_list import CallWaits, MessageList, call_waits
+from ..message_types import MODES, AssistantMessage, Message, MessageMeta, ToolCall, UserMessage
 from ..tools import ResolvedTools, ToolHost, resolve_tools
 from ._log_index import LogIndex
 from .config import CONFIG_FIELDS, ConversationConfig, config_problem, own_value, reasoning_settings
@@ -134,8 +134,12 @@ class ConversationHost(RequestAssembly, Generic[C]):
             )
         kind = type(message)
         if index.open and (kind is UserMessage or kind is AssistantMessage):
-            # A user or assistant message may not follow unanswered calls: answer them first.
-            for repaired in interrupted_results(self.messages.pending_tool_calls(), mode_meta(self.config.mode)):
+            # A user or assistant message may not follow unanswered calls: answer those a crash left, first; calls
+            # that wait for a decision or a result must be ended before anything new is asked.
+            waits = call_waits(self.messages)
+            if waits.unsettled:
+                raise AwaitingDecision(_still_waiting(self.id, waits), [call.id for call in _unsettled(waits)])
+            for repaired in interrupted_results(waits.dangling, mode_meta(self.config.mode)):
                 self._write(index, repaired)
         self._write(index, message)
 
@@ -369,3 +373,24 @@ class _TurnStart:
 
 
 _lock_creation = threading.Lock()
+
+
+def _unsettled(waits: CallWaits) -> list[ToolCall]:
+    return [item.call for item in waits.waiting] + [call for call, _ in waits.approved + waits.denied]
+
+
+def _still_waiting(conversation_id: str, waits: CallWaits) -> str:
+    """The refusal of a new message while calls wait, naming them and what ends each wait."""
+    parts = [
+        f"{item.call.id} ({item.tool}: "
+        + ("submit_result" if item.kind == "external" else "approve or deny")
+        + (f"; {item.reason}" if item.reason else "")
+        + ")"
+        for item in waits.waiting
+    ]
+    parts.extend(f"{call.id} ({call.name}: {decision.state}, resume runs it)" for call, decision in waits.approved)
+    parts.extend(f"{call.id} ({call.name}: denied, resume answers it)" for call, decision in waits.denied)
+    return (
+        f"conversation {conversation_id} has tool calls that wait: {'; '.join(parts)}. Decide them "
+        "(approve, deny, submit_result) and resume the conversation before asking anything new"
+    )

@@ -65,6 +65,7 @@ class TurnOptions(msgspec.Struct):
             from one answer to the next, are separated by a blank line); thinking never reaches ``on_text``.
         run_brief: The run's brief (`RunBrief`: directive, node brief, step context) for the context builder.
         meta: The `MessageMeta` every message of the turn is tagged with (None: the shared default).
+        approval: The turn's approval policy for tools that say nothing of approval (`waits.ApprovalPolicy`).
     """
 
     settings: ModelSettings = msgspec.field(default_factory=ModelSettings)
@@ -76,6 +77,7 @@ class TurnOptions(msgspec.Struct):
     on_reasoning: Callable[[str], Any] | None = None
     run_brief: Any = None
     meta: Any = None
+    approval: Any = None
 
 
 class TurnConfig(Protocol):
@@ -92,6 +94,7 @@ class TurnConfig(Protocol):
     max_tool_rounds: int
     tool_timeout: float | None
     mode: str | None
+    approval: Any
 
 
 class CheckedSettings(dict[str, Any]):
@@ -135,6 +138,7 @@ def plan_turn(
         "max_tool_rounds": MAX_TOOL_ROUNDS if config is None else config.max_tool_rounds,
         "tool_timeout": pick("tool_timeout", TOOL_TIMEOUT),
         "meta": None if config is None else mode_meta(config.mode),
+        "approval": None if config is None else config.approval,
     }
     fields.update(overrides)
     return TurnOptions(**fields)

@@ -1,10 +1,13 @@
 """The one turn engine. Every entry point (``prompt``, ``stream``, async iteration, ``prompt_for_type``, runs, and
 callers without a `Conversation`) drives `run_turn`.
 
-A turn: repair calls a crash left unanswered → build the context → call the model (streaming) → check what it
+A turn: repair calls a crash left unanswered → run the calls a person approved since the last turn (and answer the
+denied ones) → build the context → call the model (streaming) → check what it
 returned → record the assistant message → run its tool calls (concurrently; results recorded in call order) → repeat
 until an answer without tool calls. After ``max_tool_rounds`` rounds the next request offers no tools, so the model
-must answer.
+must answer. A call that must wait (for a person's decision or a result from outside: `threadline.engine.waits`) is
+recorded as waiting instead of run, and the turn ends with ``stop_reason="awaiting"`` once the round's other calls
+are done; a turn that starts while calls still wait ends at once the same way.
 
 The engine reaches its caller only through `TurnHost`: the log to read, a ``record(message)`` sink, the model, the
 tools of each request, the context builder, and the tool-call ids already used. A `Conversation`'s host
@@ -18,7 +21,7 @@ with the log in memory and in the store still equal.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,10 +31,11 @@ from .._exception_text import describe_exception, exception_message, readable_me
 from .._ids import new_id
 from .._masking import environment_secrets, mask_secrets
 from ..errors import ModelError, UserError
-from ..message_list import MessageList
+from ..message_list import MessageList, call_waits
 from ..message_types import (
     DEFAULT_META,
     INTERRUPTED_TOOL,
+    ApprovalMessage,
     AssistantMessage,
     LLMError,
     Message,
@@ -42,11 +46,12 @@ from ..message_types import (
     UserMessage,
 )
 from ..models.base import ModelRequest, ModelResponse, ReasoningDelta, TextDelta
-from ..tools import ResolvedTools, execute_tool_call
+from ..tools import ResolvedTools
 from ..tracing import hooks as tracing
-from ._tool_scope import ToolRound
 from .plan import TurnOptions
 from .response import check_response
+from .rounds import run_tools, settle
+from .waits import round_gates
 
 if TYPE_CHECKING:
     from ..context import BuiltContext
@@ -121,7 +126,8 @@ class TurnResult(msgspec.Struct):
         stop_reason: ``"end"`` (an answer without tool calls), ``"length"`` (the answer stopped at the output
             token limit: raise ``max_tokens``), ``"content_filter"`` (the provider's filter or a refusal stopped
             it), ``"max_tool_rounds"`` (the round limit forced a tool-less answer), or ``"error"`` (the model call
-            failed).
+            failed), or ``"awaiting"`` (tool calls wait for a person's decision or a result from outside: see
+            `Conversation.awaiting`; `Conversation.resume` goes on once they are decided).
         rounds: Tool rounds run.
         new_messages: Messages the turn appended, in order.
         usage: Summed usage of the turn's model calls.
@@ -179,13 +185,22 @@ async def run_turn(
         record = host.record
         new_messages = result.new_messages
 
-        for repaired in repair_pending(host, meta):
+        waits = call_waits(host.messages)
+        for repaired in repair_pending(host, meta, waits.dangling):
             new_messages.append(repaired)
             yield repaired
+        if waits.approved or waits.denied:
+            async for settled in settle(host, waits, options, span):
+                record(settled)
+                new_messages.append(settled)
+                yield settled
+        awaiting = bool(waits.waiting)
+        if awaiting:
+            result.stop_reason = "awaiting"
 
         thinking = _Thinking(options.on_reasoning)
         tool_choice = options.tool_choice
-        while True:
+        while not awaiting:
             final_round = result.rounds >= options.max_tool_rounds
             tools = ResolvedTools() if final_round else host.resolve_tools()
             built = await host.build_request_context(tools, options.run_brief)
@@ -246,11 +261,18 @@ async def run_turn(
                 break
 
             at_limit = response.stop_reason == "length"
-            async for tool_message in _run_tools(host, message.tool_calls, offered, options, span, cut=at_limit):
+            gates = round_gates(offered, options.approval, host.messages)
+            async for tool_message in run_tools(
+                host, message.tool_calls, offered, options, span, cut=at_limit, gates=gates
+            ):
                 record(tool_message)
                 new_messages.append(tool_message)
+                if type(tool_message) is ApprovalMessage and tool_message.state == "requested":
+                    awaiting = True
                 yield tool_message
             result.rounds += 1
+            if awaiting:
+                result.stop_reason = "awaiting"
             tool_choice = None  # Only the first request of a turn is forced.
     except BaseException as exc:
         try:
@@ -281,6 +303,7 @@ def pending_calls_before(messages: MessageList, message: Message) -> list[ToolCa
 
 def repair_pending(host: TurnHost, meta: Any = None, calls: Iterable[ToolCall] | None = None) -> list[ToolMessage]:
     """Answer the tool calls a crash left unanswered with an ``interrupted`` error result, recorded in the log.
+    Calls that wait (a request for approval or a result is in the log) are never answered so.
 
     The engine runs it at the start of every turn. A conversation's host answers them on its own record path
     before a user or assistant message would follow unanswered calls (``conversation.add``, new requests, the nodes
@@ -289,12 +312,12 @@ def repair_pending(host: TurnHost, meta: Any = None, calls: Iterable[ToolCall] |
     Args:
         host: Whose log to repair.
         meta: The meta of the results (None: the shared default).
-        calls: The calls to answer (default: the log's pending calls).
+        calls: The calls to answer (default: the log's dangling calls, `CallWaits.dangling`).
 
     Returns:
         The recorded results, in call order (empty when nothing was pending).
     """
-    repaired = interrupted_results(host.messages.pending_tool_calls() if calls is None else calls, meta)
+    repaired = interrupted_results(call_waits(host.messages).dangling if calls is None else calls, meta)
     for message in repaired:
         host.record(message)
     return repaired
@@ -400,13 +423,6 @@ async def _call_model(
 _CUT_SHORT = frozenset({"length", "content_filter"})
 
 
-_CUT_CALL = (
-    "The call to {name!r} was not made: your answer reached the output token limit while writing its arguments "
-    "({length:,} characters written, not yet a whole JSON object). Do the work in smaller steps, with shorter "
-    "arguments per call, or answer without it."
-)
-
-
 def _masked(text: str) -> str:
     """``text`` with the environment's keys and key-shaped tokens masked, as every error threadline records is."""
     return mask_secrets(text, environment_secrets())
@@ -460,63 +476,6 @@ def _invalid(model: Model, problem: str) -> ModelError:
     return ModelError(f"model {model.name!r} {problem}", type="invalid_response")
 
 
-async def _run_tools(
-    host: TurnHost,
-    calls: list[ToolCall],
-    tools: dict[str, Any],
-    options: TurnOptions,
-    span: TurnSpan | None = None,
-    *,
-    cut: bool = False,
-) -> AsyncIterator[ToolMessage]:
-    """Run calls concurrently; yield results in call order, each as soon as it and the earlier ones are done.
-
-    The tools run in a context marked as ``host``'s tools (`ToolRound`): a tool writing to ``host`` is refused.
-
-    ``cut``: the answer stopped at the output token limit, so a call whose arguments are not whole JSON was cut off
-    while the model wrote them; its result says so, rather than that the model wrote invalid JSON (which only makes
-    it send the same long call again, to be cut off again)."""
-    timeout = options.tool_timeout
-    execute = execute_tool_call if span is None else span.execute_tool
-
-    def run(call: ToolCall) -> Awaitable[ToolMessage]:
-        if cut and call.raw_arguments is not None:
-            return _cut_call(call)
-        return execute(call, tools, timeout)  # no coroutine of our own around it: this is every tool call's path
-
-    tool_round = ToolRound(host)
-    try:
-        if len(calls) == 1:
-            with tool_round.running():  # left before the yield: the caller's context is not the tool's
-                result = await run(calls[0])
-            yield _with_meta(result, options)
-            return
-        import asyncio  # already loaded here (a coroutine is running); not imported with the package
-
-        with tool_round.running():  # each task runs in a copy of this context, made as it is created
-            tasks = [asyncio.ensure_future(run(call)) for call in calls]
-        try:
-            for task in tasks:
-                yield _with_meta(await task, options)
-        finally:
-            for task in tasks:
-                if not task.done():
-                    task.cancel()
-    finally:
-        tool_round.end()
-
-
-async def _cut_call(call: ToolCall) -> ToolMessage:
-    """The result of a call cut off by the output token limit while its arguments were written (not made)."""
-    length = len(call.raw_arguments or "")
-    return ToolMessage(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        content=_CUT_CALL.format(name=call.name, length=length),
-        is_error=True,
-    )
-
-
 def _unique_ids(known: set[str], calls: list[ToolCall]) -> list[ToolCall]:
     """Keep tool-call ids unique within the log: some servers number calls ``call_0``, ``call_1``… in every answer,
     and a repeated id would make a result ambiguous (and Anthropic refuses repeated ``tool_use`` ids)."""
@@ -534,9 +493,3 @@ def _unique_ids(known: set[str], calls: list[ToolCall]) -> list[ToolCall]:
 
 def _meta(options: TurnOptions) -> Any:
     return options.meta if options.meta is not None else DEFAULT_META
-
-
-def _with_meta(message: ToolMessage, options: TurnOptions) -> ToolMessage:
-    if options.meta is not None:
-        message.meta = options.meta
-    return message

@@ -1,0 +1,170 @@
+"""The tool calls of one round: run concurrently, their results yielded in call order, with the calls that must wait
+recorded as waiting instead (`threadline.engine.waits`); and, at the start of a turn, what the decisions made since
+the last one call for (`settle`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import ApprovalRequired
+from ..message_list import CallWaits
+from ..message_types import ApprovalMessage, ToolCall, ToolMessage
+from ..tools import approved_call, execute_tool_call
+from ._tool_scope import ToolRound
+from .plan import TurnOptions
+from .waits import RoundGates, denial_text, request_entry
+
+if TYPE_CHECKING:
+    from ..tracing.hooks import TurnSpan
+    from .turn import TurnHost
+
+__all__ = ["run_tools", "settle", "with_meta"]
+
+_CUT_CALL = (
+    "The call to {name!r} was not made: your answer reached the output token limit while writing its arguments "
+    "({length:,} characters written, not yet a whole JSON object). Do the work in smaller steps, with shorter "
+    "arguments per call, or answer without it."
+)
+
+
+async def run_tools(
+    host: TurnHost,
+    calls: list[ToolCall],
+    tools: dict[str, Any],
+    options: TurnOptions,
+    span: TurnSpan | None = None,
+    *,
+    cut: bool = False,
+    gates: RoundGates | None = None,
+    approved: bool = False,
+) -> AsyncIterator[ToolMessage | ApprovalMessage]:
+    """Run calls concurrently; yield results in call order, each as soon as it and the earlier ones are done.
+
+    The tools run in a context marked as ``host``'s tools (`ToolRound`): a tool writing to ``host`` is refused.
+
+    ``cut``: the answer stopped at the output token limit, so a call whose arguments are not whole JSON was cut off
+    while the model wrote them; its result says so, rather than that the model wrote invalid JSON (which only makes
+    it send the same long call again, to be cut off again).
+
+    ``gates``: calls that must wait are not run: their ``"requested"`` entries are yielded first (and a call
+    approved by rule gets its ``"approved"`` entry before it runs); a tool that raises `ApprovalRequired` yields
+    its request in place of a result. ``approved``: the calls were approved (`call_approved` is true in them)."""
+    timeout = options.tool_timeout
+    execute = execute_tool_call if span is None else span.execute_tool
+    if gates is not None:
+        runnable: list[ToolCall] = []
+        for call in calls:
+            gate = gates.check(call)
+            if gate is None:
+                runnable.append(call)
+            elif gate.request is not None:
+                yield with_meta(gate.request, options)
+            elif gate.rule is not None:
+                yield with_meta(gate.rule, options)
+                runnable.append(call)
+        calls = runnable
+        if not calls:
+            return
+
+    def run(call: ToolCall) -> Awaitable[ToolMessage]:
+        if cut and call.raw_arguments is not None:
+            return _cut_call(call)
+        return execute(call, tools, timeout)  # no coroutine of our own around it: this is every tool call's path
+
+    tool_round = ToolRound(host)
+    marks = _Marks(tool_round, approved)
+    try:
+        if len(calls) == 1:
+            with marks:  # left before the yield: the caller's context is not the tool's
+                try:
+                    result: ToolMessage | ApprovalMessage = await run(calls[0])
+                except ApprovalRequired as asked:
+                    result = request_entry(calls[0], "approval", asked.reason)
+            yield with_meta(result, options)
+            return
+        import asyncio  # already loaded here (a coroutine is running); not imported with the package
+
+        with marks:  # each task runs in a copy of this context, made as it is created
+            tasks = [asyncio.ensure_future(run(call)) for call in calls]
+        try:
+            for call, task in zip(calls, tasks, strict=True):
+                try:
+                    result = await task
+                except ApprovalRequired as asked:
+                    result = request_entry(call, "approval", asked.reason)
+                yield with_meta(result, options)
+        finally:
+            for task in tasks:
+                if not task.done():
+                    task.cancel()
+    finally:
+        tool_round.end()
+
+
+class _Marks:
+    """The context marks of a round's tools: its `ToolRound`, and `approved_call` when the calls were approved."""
+
+    __slots__ = ("_approved", "_round", "_running")
+
+    def __init__(self, tool_round: ToolRound, approved: bool) -> None:
+        self._round = tool_round
+        self._approved = approved_call() if approved else None
+        self._running: Any = None
+
+    def __enter__(self) -> None:
+        self._running = self._round.running()
+        self._running.__enter__()
+        if self._approved is not None:
+            self._approved.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._approved is not None:
+            self._approved.__exit__(*exc)
+        self._running.__exit__(*exc)
+
+
+async def settle(
+    host: TurnHost, waits: CallWaits, options: TurnOptions, span: TurnSpan | None
+) -> AsyncIterator[ToolMessage | ApprovalMessage]:
+    """What the decisions made since the last turn call for: each denied call's error result (when a crash left
+    it out), then the approved calls run, with the arguments their approval gave."""
+    for call, decision in waits.denied:
+        yield with_meta(
+            ToolMessage(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=denial_text(decision.by, decision.reason),
+                is_error=True,
+            ),
+            options,
+        )
+    if not waits.approved:
+        return
+    calls = [
+        call if decision.arguments is None else ToolCall(id=call.id, name=call.name, arguments=decision.arguments)
+        for call, decision in waits.approved
+    ]
+    tools = host.resolve_tools().tools
+    async for message in run_tools(host, calls, tools, options, span, approved=True):
+        yield message
+
+
+async def _cut_call(call: ToolCall) -> ToolMessage:
+    """The result of a call cut off by the output token limit while its arguments were written (not made)."""
+    length = len(call.raw_arguments or "")
+    return ToolMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=_CUT_CALL.format(name=call.name, length=length),
+        is_error=True,
+    )
+
+
+_M = TypeVar("_M", ToolMessage, ApprovalMessage, ToolMessage | ApprovalMessage)
+
+
+def with_meta(message: _M, options: TurnOptions) -> _M:
+    if options.meta is not None:
+        message.meta = options.meta
+    return message
