@@ -28,7 +28,17 @@ from .conversation.conversation import Conversation
 from .engine import TurnOptions, TurnResult, plan_turn
 from .engine.plan import CheckedSettings, check_settings, mode_meta
 from .errors import OutputValidationError, UserError, warn_renamed
-from .message_types import DEFAULT_META, MODES, AssistantMessage, Message, MessageMeta, SystemMessage, assistant, user
+from .message_types import (
+    DEFAULT_META,
+    MODES,
+    AssistantMessage,
+    Message,
+    MessageMeta,
+    SystemMessage,
+    ToolCall,
+    assistant,
+    user,
+)
 from .models.base import Model, ResponseFormat
 
 if TYPE_CHECKING:
@@ -162,6 +172,16 @@ class PromptBuilder:
         if not isinstance(choice, str) or not choice:
             raise UserError("tool_choice must be 'auto', 'required', 'none' or a tool name")
         return self._with_config(tool_choice=choice)
+
+    def approval(self, policy: bool | Callable[[ToolCall], bool | str | None]) -> PromptBuilder:
+        """Which tool calls wait for a person's decision, for tools that say nothing of it themselves
+        (``@tool(approval=...)`` wins): True (every call), False (none), or a function of the `ToolCall` answering
+        True, False or a reason. A turn that reaches such a call ends with ``stop_reason="awaiting"``; decide with
+        `Conversation.approve` / ``deny`` and go on with `Conversation.resume`."""
+        problem = config_problem("approval", policy)
+        if problem is not None:
+            raise UserError(problem)
+        return self._with_config(approval=policy)
 
     def max_tool_rounds(self, n: int) -> PromptBuilder:
         """Tool rounds before a tool-less request forces an answer."""

@@ -122,7 +122,8 @@ def test_anchor_follows_github() -> None:
     assert anchor("Ctrl-C") == "ctrl-c"
     assert anchor("`Store`: the interface") == "store-the-interface"
     assert problem("file-format.md", "version-21") is None
-    assert problem("file-format.md", "version-22") is not None
+    assert problem("file-format.md", "version-22") is None
+    assert problem("file-format.md", "version-23") is not None
     assert problem("no-such-file.md", None) is not None
 
 

@@ -5,21 +5,28 @@ the last one call for (`settle`)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import ApprovalRequired
 from ..message_list import CallWaits
 from ..message_types import ApprovalMessage, ToolCall, ToolMessage
-from ..tools import approved_call, execute_tool_call
+from ..tools import ResolvedTools, approved_call, execute_tool_call
 from ._tool_scope import ToolRound
 from .plan import TurnOptions
 from .waits import RoundGates, denial_text, request_entry
 
 if TYPE_CHECKING:
     from ..tracing.hooks import TurnSpan
-    from .turn import TurnHost
 
-__all__ = ["run_tools", "settle", "with_meta"]
+__all__ = ["RoundHost", "run_tools", "settle", "with_meta"]
+
+
+class RoundHost(Protocol):
+    """What a round needs of the turn's host (a `threadline.engine.turn.TurnHost` is one): the tools of the
+    conversation, for the approved calls that run when the next turn starts."""
+
+    def resolve_tools(self) -> ResolvedTools: ...
+
 
 _CUT_CALL = (
     "The call to {name!r} was not made: your answer reached the output token limit while writing its arguments "
@@ -29,7 +36,7 @@ _CUT_CALL = (
 
 
 async def run_tools(
-    host: TurnHost,
+    host: RoundHost,
     calls: list[ToolCall],
     tools: dict[str, Any],
     options: TurnOptions,
@@ -125,7 +132,7 @@ class _Marks:
 
 
 async def settle(
-    host: TurnHost, waits: CallWaits, options: TurnOptions, span: TurnSpan | None
+    host: RoundHost, waits: CallWaits, options: TurnOptions, span: TurnSpan | None
 ) -> AsyncIterator[ToolMessage | ApprovalMessage]:
     """What the decisions made since the last turn call for: each denied call's error result (when a crash left
     it out), then the approved calls run, with the arguments their approval gave."""

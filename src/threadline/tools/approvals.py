@@ -1,11 +1,17 @@
-"""Whether the tool call running now was approved (`call_approved`), for tools that ask for approval from their
-arguments by raising `threadline.ApprovalRequired` (docs/architecture.md#tool-calls-that-wait)."""
+"""Approvals on the tools' side (docs/architecture.md#tool-calls-that-wait): `set_approval`, which gives a group of
+tools their ``approval`` rules (`Toolset.from_object`, MCP toolsets), and `call_approved`, whether the tool call
+running now was approved (for tools that raise `threadline.ApprovalRequired` from their arguments)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
+from typing import Any
 
-__all__ = ["approved_call", "call_approved"]
+from ..errors import UserError
+from .tool import Tool
+
+__all__ = ["approved_call", "call_approved", "set_approval"]
 
 _approved: ContextVar[bool] = ContextVar("threadline_call_approved", default=False)
 
@@ -33,3 +39,33 @@ class approved_call:
 
     def __exit__(self, *exc: object) -> None:
         _approved.reset(self._token)
+
+
+def set_approval(tools: Iterable[Tool], approval: bool | Mapping[str, Any] | None, prefix: str | None) -> None:
+    """Give ``tools`` (named ``"<prefix>.<member>"``) their ``approval``: one for all, or per member name.
+
+    Raises:
+        UserError: for a value a tool's ``approval`` cannot be, or a name that is none of the tools.
+    """
+    if approval is None:
+        return
+    tools = list(tools)
+    if isinstance(approval, Mapping):
+        by_member = {tool.name.removeprefix(f"{prefix}.") if prefix else tool.name: tool for tool in tools}
+        unknown = sorted(set(approval) - set(by_member))
+        if unknown:
+            raise UserError(
+                f"approval names {', '.join(map(repr, unknown))}, which is not a tool here "
+                f"(tools: {', '.join(sorted(by_member))})"
+            )
+        chosen = [(by_member[member], rule) for member, rule in approval.items()]
+    else:
+        chosen = [(tool, approval) for tool in tools]
+    for tool, rule in chosen:
+        if not (rule is None or isinstance(rule, bool) or callable(rule)):
+            raise UserError(
+                f"tool {tool.name!r}: approval must be True, False or a function, got {type(rule).__name__}"
+            )
+        if tool.external and rule:
+            raise UserError(f"tool {tool.name!r}: an external tool waits for its result already; it takes no approval")
+        tool.approval = rule

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from .._exception_text import describe_exception, exception_message, type_name
 from ..errors import UserError
+from .approvals import set_approval
 from .base_toolset import BaseToolset
 from .tool import Tool, as_tool
 
 if TYPE_CHECKING:
     from .mcp.toolset import MCPToolset
 
-__all__ = ["Toolset", "describable_toolset", "set_approval"]
+__all__ = ["Toolset", "describable_toolset"]
 
 
 class Toolset(BaseToolset):
@@ -167,36 +168,6 @@ def describable_toolset(obj: Any, name: str | None = None) -> tuple[Toolset, lis
     left_out: list[tuple[str, str]] = []
     tools = _member_tools(obj, prefix, None, None, False, left_out=left_out)
     return Toolset(tools, name=prefix), left_out
-
-
-def set_approval(tools: Iterable[Tool], approval: bool | Mapping[str, Any] | None, prefix: str | None) -> None:
-    """Give ``tools`` (named ``"<prefix>.<member>"``) their ``approval``: one for all, or per member name.
-
-    Raises:
-        UserError: for a value a tool's ``approval`` cannot be, or a name that is none of the tools.
-    """
-    if approval is None:
-        return
-    tools = list(tools)
-    if isinstance(approval, Mapping):
-        by_member = {tool.name.removeprefix(f"{prefix}.") if prefix else tool.name: tool for tool in tools}
-        unknown = sorted(set(approval) - set(by_member))
-        if unknown:
-            raise UserError(
-                f"approval names {', '.join(map(repr, unknown))}, which is not a tool here "
-                f"(tools: {', '.join(sorted(by_member))})"
-            )
-        chosen = [(by_member[member], rule) for member, rule in approval.items()]
-    else:
-        chosen = [(tool, approval) for tool in tools]
-    for tool, rule in chosen:
-        if not (rule is None or isinstance(rule, bool) or callable(rule)):
-            raise UserError(
-                f"tool {tool.name!r}: approval must be True, False or a function, got {type(rule).__name__}"
-            )
-        if tool.external and rule:
-            raise UserError(f"tool {tool.name!r}: an external tool waits for its result already; it takes no approval")
-        tool.approval = rule
 
 
 def _member_tools(

@@ -29,9 +29,9 @@ from urllib.parse import urlsplit
 
 from ...errors import UserError
 from ...tracing import hooks as tracing
+from ..approvals import set_approval
 from ..base_toolset import BaseToolset
 from ..tool import Tool, ToolArgumentsError
-from ..toolset import set_approval
 from .connection import MCPConnection, MCPConnectionError, MCPToolError, ServerListing, safe_url
 
 if TYPE_CHECKING:
