@@ -71,6 +71,9 @@ __all__ = [
 ]
 
 
+# What a tool round leaves at the end of the log.
+_RESULTS = (ToolMessage, ApprovalMessage)
+
 # The tool_choice values that name no tool.
 _CHOICES = frozenset({"auto", "required", "none"})
 
@@ -199,7 +202,10 @@ async def run_turn(
             result.stop_reason = "awaiting"
 
         thinking = _Thinking(options.on_reasoning)
-        tool_choice = options.tool_choice
+        # Only the first request of a turn is forced, and a turn that goes on from tool results (decided calls, a
+        # result submitted from outside) continues the turn whose first request was: it is not forced again.
+        log = host.messages
+        tool_choice = None if len(log) and type(log[-1]) in _RESULTS else options.tool_choice
         while not awaiting:
             final_round = result.rounds >= options.max_tool_rounds
             tools = ResolvedTools() if final_round else host.resolve_tools()
