@@ -245,11 +245,12 @@ def validate_messages(items: Iterable[Message], *, check_fields: bool = True) ->
 class _Wait:
     """What `validate_messages` knows of one call's approval entries."""
 
-    __slots__ = ("decision", "kind")
+    __slots__ = ("decision", "digest", "kind")
 
-    def __init__(self, kind: str | None, decision: str | None) -> None:
+    def __init__(self, kind: str | None, decision: str | None, digest: str) -> None:
         self.kind = kind  # the request's kind (None: approved by rule without a request)
         self.decision = decision
+        self.digest = digest  # the call's arguments_sha256, computed once per call
 
 
 def _check_approval(
@@ -268,8 +269,10 @@ def _check_approval(
             index=index,
             rule="misplaced_approval",
         )
+    wait = waits.get(call_id)
     call = next(call for call in owner.tool_calls if call.id == call_id)
-    if entry.tool_name != call.name or entry.arguments_sha256 != arguments_sha256(call):
+    digest = wait.digest if wait is not None else arguments_sha256(call)
+    if entry.tool_name != call.name or entry.arguments_sha256 != digest:
         raise ProtocolError(
             f"approval entry for {call_id!r} names other arguments or another tool than the call "
             f"(tool {entry.tool_name!r}, arguments_sha256 {entry.arguments_sha256[:12]}…)",
@@ -280,15 +283,14 @@ def _check_approval(
         raise ProtocolError(f"only an approval may have scope {entry.scope!r}", index=index, rule="approval_scope")
     if entry.arguments is not None and entry.state != "approved":
         raise ProtocolError("only an approval may edit the arguments", index=index, rule="approval_arguments")
-    wait = waits.get(call_id)
     if entry.state == "requested":
         if wait is not None:
             raise ProtocolError(f"tool call {call_id!r} is requested twice", index=index, rule="duplicate_request")
-        waits[call_id] = _Wait(entry.kind, None)
+        waits[call_id] = _Wait(entry.kind, None, digest)
         return
     if wait is None:
         if entry.state == "approved" and entry.by == "rule" and call.name in by_rule:
-            waits[call_id] = _Wait(None, "approved")
+            waits[call_id] = _Wait(None, "approved", digest)
             return
         raise ProtocolError(
             f"decision on tool call {call_id!r}, which was not requested", index=index, rule="decision_without_request"
