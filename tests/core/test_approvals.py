@@ -345,3 +345,23 @@ def test_declaring_approval_wrongly_is_a_clear_error() -> None:
         tool(approval=True, external=True)(lambda: None)
     with pytest.raises(ValueError, match="approval must be True, False or a function"):
         Conversation().apply_config_deltas({"approval": 3})
+
+
+def test_prompt_on_a_continuation_with_no_new_request_goes_on_after_the_decision(store) -> None:
+    bank = Bank()
+    conversation, model = waiting_turn(store, bank, "Paid bob 5.")
+    conversation.approve("c1", by="alice")
+    assert conversation.continuation.prompt() == "Paid bob 5."
+    assert bank.paid == [(5.0, "bob")]
+    assert [m.role for m in model.requests[-1].messages][-3:] == ["assistant", "tool", "tool"]
+
+
+def test_a_resumed_turn_is_not_forced_to_call_the_tool_again(store) -> None:
+    bank = Bank()
+    model = ScriptedModel([calls(("c1", "pay", {"amount": 5, "to": "bob"})), "Paid."])
+    conversation = llm.model(model).tools(bank.pay).tool_choice("pay").store(store).request("pay").prompt_conversation()
+    conversation.run_sync()
+    assert model.requests[0].tool_choice == "pay"
+    conversation.approve("c1")
+    assert conversation.resume().text == "Paid."
+    assert model.requests[1].tool_choice is None  # the turn goes on from the decided call: it was forced once
