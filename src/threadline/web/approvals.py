@@ -102,6 +102,9 @@ async def decide_call(viewer: Viewer, request: Request) -> Response:
         return refused(409, "A turn of this conversation is running: wait for it to end, then decide.")
     try:
         fields = _checked(await request.form())
+    except UserError as exc:
+        return refused(400, "Nothing was recorded: " + readable_message(exc))
+    try:
         done, settled, model = await in_thread(_decide, viewer, cid, fields)
     except ConversationBusy as exc:
         return refused(409, "Nothing was recorded: " + readable_message(exc))
