@@ -205,3 +205,32 @@ def test_the_list_shows_and_filters_the_conversations_that_wait(sqlite_store, se
     expect(waiting_row).to_have_count(1)
     page.get_by_role("link", name="Show all").click()
     expect(rows).to_have_count(2)
+
+
+def test_a_turn_from_the_composer_that_waits_and_an_approval_for_the_rest(sqlite_store, serve, page) -> None:
+    ran: list[tuple[float, str]] = []
+    pay = payments(ran)
+    first = ToolCall(id="pay-a", name="pay", arguments={"amount": 1, "to": "ann"})
+    second = ToolCall(id="pay-b", name="pay", arguments={"amount": 2, "to": "ben"})
+    model = ScriptedModel(
+        [AssistantMessage(tool_calls=[first]), AssistantMessage(tool_calls=[second]), "Paid ann and ben."],
+        name="scripted",
+    )
+    conv = simple_conversation(sqlite_store, "Hello", "Hi.", model="scripted")
+    served = serve(sqlite_store, model=model, tools=[pay])
+    page.goto(f"{served.url}/c/{conv.id}")
+    expect(page.locator("#live-state")).to_have_text("live")
+    page.get_by_label("Message").fill("Pay ann 1 and ben 2")
+    page.get_by_role("button", name="Send").click()
+
+    group = page.locator("#call-pay-a")
+    expect(group.locator(".tool-status")).to_have_text("awaiting approval")
+    expect(page.locator("#turn-status")).to_contain_text("waits for a decision")
+    group.get_by_label("approve pay for the rest of this conversation").check()
+    group.get_by_role("button", name="Approve").click()
+
+    expect(page.locator("#items")).to_contain_text("Paid ann and ben.")
+    expect(group.locator(".decision-line")).to_contain_text("for the rest of this conversation")
+    expect(page.locator("#call-pay-b .tool-decision")).to_have_text("approved by rule")
+    assert ran == [(1.0, "ann"), (2.0, "ben")]
+    sqlite_store.load(conv.id).validate()

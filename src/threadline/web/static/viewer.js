@@ -228,6 +228,7 @@
       group.querySelector(".tool-meta").replaceChildren(fragment(data.status));
       for (const name of [...group.classList]) if (name.startsWith("state-")) group.classList.remove(name);
       group.classList.add("state-" + data.state);
+      if (data.state === "awaiting") group.open = true; // its buttons in sight
       if (data.ms !== null && data.ms !== undefined) group.dataset.ms = data.ms;
       if (data.result_id) group.dataset.resultId = data.result_id;
       const owner = group.closest(".msg");
