@@ -2,7 +2,8 @@
 
 Routes (docs/architecture.md#cli-and-viewer):
 
-- ``GET /`` the conversations, newest first, paged (``?offset=``); ``?q=`` searches titles and message text.
+- ``GET /`` the conversations, newest first, paged (``?offset=``); ``?q=`` searches titles and message text; each
+  row says whether a tool call of it waits (``?awaiting=1`` shows only those rows of the page).
 - ``POST /c`` starts a new conversation (form fields ``text``, ``model``).
 - ``GET /c/<id>`` the timeline: the newest part (``?before=SEQ`` an older part; ``?at=MSG`` the part around a
   message; ``?start=1`` the first part; ``?q=`` finds words in it, see `threadline.web.find`);
@@ -10,6 +11,7 @@ Routes (docs/architecture.md#cli-and-viewer):
   page's script; ``GET /c/<id>/outline`` its turns and failures (see `threadline.web.outline`).
 - ``GET /c/<id>/events?after=SEQ`` live updates (server-sent events, see `threadline.web.live`).
 - ``POST /c/<id>/messages`` runs a turn (form fields ``text``, ``model``).
+- ``POST /c/<id>/calls`` approves, denies or answers a tool call that waits (see `threadline.web.approvals`).
 - ``POST /c/<id>/fork`` forks from a message, ``POST /c/<id>/title`` renames, ``GET /c/<id>/compare`` shows a fork
   beside its origin (see `threadline.web.branches`).
 - ``GET /c/<id>/context?mode=`` the next request and the context report.
@@ -39,10 +41,11 @@ from starlette.staticfiles import StaticFiles
 
 from .. import __version__
 from ..errors import StoreError
-from ..message_types import MODES, AssistantMessage, Message, ToolMessage, content_for_model
+from ..message_types import MODES, ApprovalMessage, AssistantMessage, Message, ToolMessage, content_for_model
 from ..models import DEFAULT_MODELS, Model, default_model_name
-from ..store import MessagePage, Store, open_store, whole_tool_groups
+from ..store import MessagePage, Store, open_store
 from ..store.capabilities import ArtifactStore, BrowsableStore, ConversationStore, PageStore, require
+from .approvals import decide_call, waiting_calls
 from .branches import ForkPoint, compare, fork, fork_point, rename
 from .downloads import content_disposition
 from .find import Finding, find
@@ -52,8 +55,8 @@ from .outline import outline_page
 from .reading import PART_CHARS, artifact_text, full_text
 from .render import markup, page_document, pager_query, render_items, stylesheet
 from .security import PAGE_CSP, Guard
-from .state import MAX_PARAM, Viewer, in_thread, int_param
-from .timeline import Item, build_items, fork_links, note_match_past_cut
+from .state import MAX_PARAM, Viewer, in_thread, int_param, whole_groups
+from .timeline import Item, approval_line, build_items, fork_links, note_match_past_cut
 from .turns import TurnBusy
 
 __all__ = ["create_app"]
@@ -130,6 +133,7 @@ def create_app(
         Route("/c/{cid}/messages", _handler(viewer, messages_part), methods=["GET"]),
         Route("/c/{cid}/messages", _handler(viewer, continue_conversation), methods=["POST"]),
         Route("/c/{cid}/events", _handler(viewer, events)),
+        Route("/c/{cid}/calls", _handler(viewer, decide_call), methods=["POST"]),
         Route("/c/{cid}/fork", _handler(viewer, fork), methods=["POST"]),
         Route("/c/{cid}/title", _handler(viewer, rename), methods=["POST"]),
         Route("/c/{cid}/compare", _handler(viewer, compare)),
@@ -193,20 +197,36 @@ async def list_page(viewer: Viewer, request: Request) -> Response:
     query = request.query_params.get("q", "").strip()[:500]
     offset = int_param(request, "offset", minimum=0) or 0
     store = viewer.store
+    only_waiting = request.query_params.get("awaiting") == "1"
     if query:
         rows = await in_thread(store.search_conversations, query, LIST_SIZE + 1, offset)
     else:
         rows = await in_thread(store.list_summaries, LIST_SIZE + 1, offset)
+    shown = rows[:LIST_SIZE]
+    # What waits is read from the tail of each row of this page only (never whole logs, never other pages).
+    waiting = await in_thread(_waiting_of, store, [row.info.id for row in shown])
     return viewer.page(
         "list.html",
-        rows=rows[:LIST_SIZE],
+        rows=[row for row in shown if waiting.get(row.info.id)] if only_waiting else shown,
+        waiting=waiting,
+        only_waiting=only_waiting,
         more=len(rows) > LIST_SIZE,
         query=query,
         offset=offset,
         limit=LIST_SIZE,
-        pager=lambda value: pager_query(query, max(0, value)),
+        pager=lambda value, awaiting=only_waiting: pager_query(query, max(0, value), awaiting=awaiting),
         with_script=True,
     )
+
+
+def _waiting_of(store: Store, ids: list[str]) -> dict[str, list[str]]:
+    """For each conversation, what its calls that wait wait for (``"approval"``, ``"result"``), from its tail."""
+    found: dict[str, list[str]] = {}
+    for cid in ids:
+        kinds = ["result" if call.kind == "external" else "approval" for call in waiting_calls(store, cid)]
+        if kinds:
+            found[cid] = kinds
+    return found
 
 
 # -- the timeline ------------------------------------------------------------------------------------------------
@@ -233,7 +253,7 @@ def _read_part(
     else:
         page = store.read_tail(cid, PAGE_SIZE, before=before)
         at_end = before is None or not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
-    page = whole_tool_groups(store, cid, page)
+    page = whole_groups(store, cid, page)
     if at_end:
         end_seq = page.last_seq if page.last_seq is not None else -1
     else:
@@ -281,7 +301,7 @@ def _read_more(store: Store, cid: str, before: int | None, after: int | None) ->
         page = store.read_after(cid, after, PAGE_SIZE)
         at_end = not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
         return page, at_end, _forks_of(store, cid)[0]
-    page = whole_tool_groups(store, cid, store.read_tail(cid, PAGE_SIZE, before=before))
+    page = whole_groups(store, cid, store.read_tail(cid, PAGE_SIZE, before=before))
     return page, False, _forks_of(store, cid)[0]
 
 
@@ -395,7 +415,10 @@ def _request_rows(messages: Sequence[Message], prefix: int) -> list[dict[str, An
     rows = []
     for index, message in enumerate(messages):
         row: dict[str, Any] = {"role": message.role, "made": index < prefix, "calls": [], "label": message.role}
-        if isinstance(message, ToolMessage):
+        if isinstance(message, ApprovalMessage):  # never sent to a model: shown only if a request ever held one
+            row["label"] = f"approval entry for {message.tool_name} ({message.tool_call_id})"
+            row["text"] = approval_line(message)
+        elif isinstance(message, ToolMessage):
             row["label"] = f"tool result for {message.tool_name} ({message.tool_call_id})"
             row["label"] += " · error" if message.is_error else ""
             row["text"] = message.content

@@ -1,5 +1,6 @@
-"""The outline of a long conversation: its turns (each question and what answered it), its failed model calls and its
-failed tool calls, each with its place in the log, so a reader jumps straight to any of them.
+"""The outline of a long conversation: its turns (each question and what answered it), its failed model calls, its
+failed tool calls and the calls that waited for a decision or an outside result (and how each was decided), each
+with its place in the log, so a reader jumps straight to any of them.
 
 ``GET /c/<id>/outline`` is a page of its own; the timeline's "Outline" panel loads the same outline as a fragment
 (``Accept: application/json``). It reads the whole log, so it is built only when asked for, never when a
@@ -14,9 +15,9 @@ from dataclasses import dataclass, field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..message_types import AssistantMessage, Message, ToolMessage, UserMessage
+from ..message_types import ApprovalMessage, AssistantMessage, Message, ToolMessage, UserMessage
 from .state import Viewer, in_thread
-from .timeline import message_snippet
+from .timeline import approval_line, message_snippet
 
 __all__ = ["Landmark", "Outline", "Turn", "build_outline", "outline_page"]
 
@@ -67,6 +68,7 @@ class Outline:
     turns: list[Turn] = field(default_factory=list)
     failures: list[Landmark] = field(default_factory=list)
     tool_errors: list[Landmark] = field(default_factory=list)
+    decisions: list[Landmark] = field(default_factory=list)
 
 
 def build_outline(messages: Sequence[Message]) -> Outline:
@@ -89,6 +91,9 @@ def build_outline(messages: Sequence[Message]) -> Outline:
                 turn.failures += 1
                 label = f"{message.error.type}: {message.error.message}"
                 outline.failures.append(Landmark(message.id, position, turn.number, _short(label)))
+        elif isinstance(message, ApprovalMessage):
+            # Each wait (a call that needed a decision or an outside result) and each decision, where it was logged.
+            outline.decisions.append(Landmark(message.id, position, turn.number, _short(approval_line(message))))
         elif isinstance(message, ToolMessage) and message.is_error:
             turn.tool_errors += 1
             label = f"{message.tool_name}: {' '.join(message.content.split())}"

@@ -22,11 +22,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from .._artifact_names import is_artifact_name
-from ..message_types import Message, ToolMessage
+from ..message_types import ApprovalMessage, Message, ToolMessage
 from ..store import Store
 from .downloads import content_disposition
 from .render import markup
 from .state import Viewer, in_thread, int_param
+from .timeline import approval_line
 
 __all__ = ["PART_CHARS", "artifact_text", "full_text", "read_message", "text_of"]
 
@@ -49,6 +50,9 @@ def text_of(message: Message) -> tuple[str, str, str]:
     """A message's whole text, a heading for it and a file name (without extension)."""
     if isinstance(message, ToolMessage):
         return message.content, f"Output of {message.tool_name}", f"{message.tool_name}-{message.tool_call_id}"
+    if isinstance(message, ApprovalMessage):
+        heading = f"Approval entry of {message.tool_name} ({message.tool_call_id})"
+        return approval_line(message), heading, f"approval-{message.tool_name}-{message.tool_call_id}"
     content = getattr(message, "content", None) or ""
     article = "an" if message.role == "assistant" else "a"  # a user, a system, an assistant message
     return content, f"Text of {article} {message.role} message", f"{message.role}-{message.id}"

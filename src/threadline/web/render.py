@@ -115,11 +115,13 @@ def render_tool_part(env: jinja2.Environment, part: str, tool: Any, cid: str) ->
     return env.get_template("_tool_result.html").render(part=part, tool=tool, cid=cid, static=False)
 
 
-def pager_query(query: str, offset: int) -> str:
-    """The query string of a list page."""
+def pager_query(query: str, offset: int, *, awaiting: bool = False) -> str:
+    """The query string of a list page (``awaiting``: only the rows whose calls wait)."""
     params: dict[str, Any] = {}
     if query:
         params["q"] = query
+    if awaiting:
+        params["awaiting"] = 1
     if offset > 0:
         params["offset"] = offset
     return urlencode(params)

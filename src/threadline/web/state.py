@@ -13,15 +13,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from .. import __version__
-from ..message_types import Message
+from ..message_types import ApprovalMessage, Message, ToolMessage
 from ..models import Model
-from ..store import MessagePage, Store, whole_tool_groups
+from ..store import MessagePage, Store
 from .live import TurnEvents
 from .render import environment, epoch_ms, iso, render_items, render_tool_part
 from .timeline import ToolView, build_items
 from .turns import TurnRunner
 
-__all__ = ["MAX_PARAM", "Viewer", "in_thread", "int_param"]
+__all__ = ["MAX_PARAM", "Viewer", "in_thread", "int_param", "whole_groups"]
 
 
 class Viewer:
@@ -53,16 +53,20 @@ class Viewer:
         A result whose call was appended earlier is rendered with that call (read back from the store), so the
         group it completes on the page shows the same arguments, output and buttons as after a reload.
         """
-        whole = whole_tool_groups(self.store, cid, page)
+        whole = whole_groups(self.store, cid, page)
         fresh: dict[str | None, tuple[Message, int]] = {
             message.id: (message, seq) for message, seq in zip(page.messages, page.seqs, strict=True)
         }
         payloads: list[dict[str, Any]] = []
         for item in build_items(whole.messages, whole.seqs):
             if item.id not in fresh:
-                # An earlier call: one payload per new result of it, in the order they were appended.
-                done = sorted((v for v in item.tools if v.result_id in fresh), key=lambda v: fresh[v.result_id][1])
-                payloads.extend(self._result_payload(cid, *fresh[view.result_id], view) for view in done)
+                # An earlier call: one payload per group of it that changed (a new result, an approval entry), in
+                # the order they were appended.
+                changed = [
+                    (view, [fresh[i] for i in (*view.entry_ids, view.result_id) if i in fresh]) for view in item.tools
+                ]
+                done = sorted(((v, new) for v, new in changed if new), key=lambda pair: max(s for _, s in pair[1]))
+                payloads.extend(self._result_payload(cid, new, view) for view, new in done)
                 continue
             payload: dict[str, Any] = {"seq": item.seq, "id": item.id, "role": item.kind}
             payload["html"] = render_items(self.env, [item], cid)
@@ -76,12 +80,13 @@ class Viewer:
             payloads[-1]["updated"] = iso(info.updated_at)
         return payloads
 
-    def _result_payload(self, cid: str, message: Message, seq: int, view: ToolView) -> dict[str, Any]:
-        """The payload of a new result that completes a call shown earlier: its parts rendered with the call, and
-        (``html``) the result alone, for a page that does not show the call."""
-        alone = build_items([message], [seq])[0]
-        payload: dict[str, Any] = {"seq": seq, "id": alone.id, "role": alone.kind}
-        payload["html"] = render_items(self.env, [alone], cid)
+    def _result_payload(self, cid: str, new: list[tuple[Message, int]], view: ToolView) -> dict[str, Any]:
+        """The payload of new messages (a result, approval entries) of a call shown earlier: the group's parts
+        rendered with the call, and (``html``) the new messages alone, for a page that does not show the call."""
+        new = sorted(new, key=lambda pair: pair[1])
+        alone = build_items([m for m, _ in new], [s for _, s in new])
+        payload: dict[str, Any] = {"seq": new[-1][1], "id": alone[-1].id, "role": alone[-1].kind}
+        payload["html"] = render_items(self.env, alone, cid)
         payload.update(self._tool_parts(cid, view))
         return payload
 
@@ -91,6 +96,7 @@ class Viewer:
         for part in ("body", "status", "page"):
             parts[part] = render_tool_part(self.env, part, tool, cid)
         parts["state"] = tool.state
+        parts["result_id"] = tool.result_id
         parts["ms"] = tool.duration_ms
         parts["at"] = epoch_ms(tool.finished_at) if tool.finished_at is not None else None
         return parts
@@ -119,3 +125,18 @@ def int_param(request: Request, name: str, minimum: int = -1) -> int | None:
     if number is None or not minimum <= number <= MAX_PARAM:
         raise HTTPException(400, f"{name} must be an integer from {minimum} to {MAX_PARAM:,}")
     return number
+
+
+def whole_groups(store: Store, conversation_id: str, page: MessagePage) -> MessagePage:
+    """``page`` made to start with a whole tool group: while it starts with tool results or approval entries, the
+    messages before them are read back (a few at a time) to their call, so each is shown in its call's group."""
+    messages, seqs, has_older = list(page.messages), list(page.seqs), page.has_older
+    while messages and isinstance(messages[0], ToolMessage | ApprovalMessage) and has_older:
+        more = store.read_tail(conversation_id, 8, before=seqs[0])
+        if not more.messages:
+            break
+        starts = [i for i, m in enumerate(more.messages) if not isinstance(m, ToolMessage | ApprovalMessage)]
+        start = starts[-1] if starts else 0
+        messages[:0], seqs[:0] = more.messages[start:], more.seqs[start:]
+        has_older = start > 0 or more.has_older
+    return MessagePage(messages, seqs, has_older)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..message_types import (
+    ApprovalMessage,
     AssistantMessage,
     LLMError,
     Message,
@@ -29,9 +30,11 @@ from ..toolboxes.pages import page_id_of
 __all__ = [
     "TEXT_LIMIT",
     "CutMatch",
+    "DecisionView",
     "ForkLink",
     "Item",
     "ToolView",
+    "approval_line",
     "build_items",
     "format_duration",
     "match_past_cut",
@@ -72,6 +75,27 @@ class ForkLink:
     title: str
 
 
+@dataclass(frozen=True, slots=True)
+class DecisionView:
+    """How a call's wait ended (an approval entry folded into its call's group), as the group shows it.
+
+    Attributes:
+        state: ``"approved"`` or ``"denied"``.
+        by: Who decided (``"rule"`` for a tool approved earlier for the whole conversation), if logged.
+        at: When it was logged.
+        reason: Why, if given.
+        scope: ``"call"`` or ``"conversation"`` (approved for the rest of the conversation).
+        arguments: The arguments the approval ran the call with instead of the model's (indented JSON), if edited.
+    """
+
+    state: str
+    by: str | None
+    at: datetime
+    reason: str | None
+    scope: str
+    arguments: str | None = None
+
+
 @dataclass(slots=True)
 class ToolView:
     """One tool call with its result, as a collapsed group shows it.
@@ -90,6 +114,12 @@ class ToolView:
         duration_ms: How long the tool ran, in milliseconds, if known (for the turn's timing strip).
         finished_at: When the result was recorded.
         match: Where a search hit's words lie in the part of the output the page cuts.
+        wait: What the call waited for, if it waited: ``"approval"`` (a person's decision) or ``"external"`` (a
+            result from outside).
+        wait_reason: Why it waited.
+        sha256: The hash of its arguments a decision binds to (`arguments_sha256`).
+        decision: How the wait ended (approved or denied), if it was decided.
+        entry_ids: The ids of the approval entries folded into this group.
     """
 
     call_id: str
@@ -105,6 +135,27 @@ class ToolView:
     duration_ms: float | None = None
     finished_at: datetime | None = None
     match: CutMatch | None = None
+    wait: str | None = None
+    wait_reason: str | None = None
+    sha256: str | None = None
+    decision: DecisionView | None = None
+    entry_ids: list[str] = field(default_factory=list)
+
+    @property
+    def awaiting(self) -> bool:
+        """Whether the call waits (for a decision or a result) on this page: requested, undecided, unanswered."""
+        return self.wait is not None and self.decision is None and self.result_id is None
+
+    def note(self, entry: ApprovalMessage) -> None:
+        """Fold an approval entry of this call into the group: a request makes it wait, a decision ends the wait."""
+        self.entry_ids.append(entry.id)
+        if entry.state == "requested":
+            self.wait, self.wait_reason, self.sha256 = entry.kind, entry.reason, entry.arguments_sha256
+        else:
+            edited = json.dumps(entry.arguments, ensure_ascii=False, indent=2) if entry.arguments is not None else None
+            self.decision = DecisionView(entry.state, entry.by, entry.created_at, entry.reason, entry.scope, edited)
+        if self.result_id is None:
+            self.state = _wait_state(self)
 
     def finish(self, result: ToolView) -> None:
         """Take the result's side of ``result`` (a view of the result alone) into this group."""
@@ -230,7 +281,7 @@ class Item:
         if message_id == self.message.id:
             return True
         groups = [*self.tools, *([self.standalone] if self.standalone is not None else [])]
-        return any(view.result_id == message_id for view in groups)
+        return any(view.result_id == message_id or message_id in view.entry_ids for view in groups)
 
 
 def _cut(text: str | None, limit: int | None = TEXT_LIMIT) -> tuple[str | None, int]:
@@ -284,6 +335,13 @@ def tool_view(call: ToolCall | None, result: ToolMessage | None, limit: int | No
     return view
 
 
+def _wait_state(view: ToolView) -> str:
+    """The state of a call without a result: waiting, approved (to run), denied, or running (``"pending"``)."""
+    if view.decision is not None:
+        return view.decision.state
+    return "awaiting" if view.wait is not None else "pending"
+
+
 def _badges(message: Message) -> list[tuple[str, str]]:
     meta = message.meta
     return [
@@ -318,6 +376,11 @@ def _item(message: Message, seq: int, limit: int | None) -> Item:
             item.thoughts = thought_views(message, limit)
     elif isinstance(message, ToolMessage):
         item.standalone = tool_view(None, message, limit)
+    elif isinstance(message, ApprovalMessage):
+        # An entry whose call is not on the page: a group of its own, never a chat message.
+        item.kind = "tool"
+        item.standalone = ToolView(call_id=message.tool_call_id, name=message.tool_name, preview="", arguments="")
+        item.standalone.note(message)
     return item
 
 
@@ -338,6 +401,11 @@ def build_items(
             group = groups.get(message.tool_call_id)
             if group is not None and group.result_id is None:
                 group.finish(tool_view(None, message, limit))
+                continue
+        elif isinstance(message, ApprovalMessage):
+            group = groups.get(message.tool_call_id)
+            if group is not None:
+                group.note(message)
                 continue
         item = _item(message, seq, limit)
         if forks:
@@ -361,7 +429,21 @@ def message_snippet(message: Message, limit: int = 120) -> str:
             text = "called " + ", ".join(call.name for call in message.tool_calls)
     if isinstance(message, ToolMessage):
         text = f"{message.tool_name} answered: {text}"
+    elif isinstance(message, ApprovalMessage):
+        text = approval_line(message)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def approval_line(entry: ApprovalMessage) -> str:
+    """An approval entry in words: ``"pay waits for approval: <reason>"``, ``"pay approved by alice: <reason>"``."""
+    if entry.state == "requested":
+        what = "a result from outside" if entry.kind == "external" else "approval"
+        text = f"{entry.tool_name} waits for {what}"
+    else:
+        text = f"{entry.tool_name} {entry.state}" + (f" by {entry.by}" if entry.by else "")
+        if entry.scope == "conversation":
+            text += " for the rest of the conversation"
+    return text + (f": {entry.reason}" if entry.reason else "")
 
 
 def fork_links(forks: Iterable[tuple[str, str, str]]) -> dict[str, list[ForkLink]]:

@@ -5,6 +5,7 @@ messages are written through to the store by the conversation itself (so every o
 them); the text the model streams and the turn's state are published as `TurnEvents`. A second turn on a
 conversation whose turn is still running here is refused (`TurnBusy`); a turn refused because another process holds
 the conversation (`ConversationBusy`, after waiting ``busy_timeout`` for it) is reported as ``busy``, not as a failure.
+A turn that ends with tool calls waiting for a decision or an outside result is reported as ``awaiting``.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ class TurnRunner:
         """Whether this server is running a turn of the conversation."""
         return conversation_id in self._running
 
-    def start(self, conversation_id: str, text: str, model: str | Model) -> None:
-        """Start a turn that adds ``text`` as a user message and answers it.
+    def start(self, conversation_id: str, text: str | None, model: str | Model) -> None:
+        """Start a turn that adds ``text`` as a user message and answers it; with ``text`` None, a turn that goes on
+        after tool calls were decided (`Conversation.resume`: the approved calls run, then the model answers).
 
         Raises:
             TurnBusy: if a turn of this conversation is running here.
@@ -64,12 +66,15 @@ class TurnRunner:
         self._running[conversation_id] = task
         task.add_done_callback(lambda _: self._running.pop(conversation_id, None))
 
-    async def _run(self, conversation_id: str, text: str, model: str | Model) -> None:
+    async def _run(self, conversation_id: str, text: str | None, model: str | Model) -> None:
         publish = self.events.publish
         try:
             config = ConversationConfig(tools=list(self.tools))
             conversation = await to_thread.run_sync(Conversation.load, conversation_id, self.store, config)
-            async for piece in conversation.continuation.model(model).request(text).stream():
+            builder = conversation.continuation.model(model)
+            if text is not None:
+                builder = builder.request(text)
+            async for piece in builder.stream():
                 publish(conversation_id, "delta", {"text": piece})
         except ConversationBusy as exc:
             publish(conversation_id, "turn", {"state": "busy", "detail": _one_line(readable_message(exc))})
@@ -84,7 +89,9 @@ class TurnRunner:
                 log.exception("turn of conversation %s failed", conversation_id)
                 publish(conversation_id, "turn", {"state": "error", "detail": _one_line(describe_exception(exc))})
         else:
-            publish(conversation_id, "turn", {"state": "done"})
+            last = conversation.last_turn
+            waits = last is not None and last.stop_reason == "awaiting"
+            publish(conversation_id, "turn", {"state": "awaiting" if waits else "done"})
 
     async def close(self) -> None:
         """Cancel running turns (the server is stopping); each records what it had, as an interrupted turn does."""

@@ -226,10 +226,11 @@
       // A result whose call is on the page: complete that group.
       group.querySelector(".tool-body").replaceWith(fragment(data.body));
       group.querySelector(".tool-meta").replaceChildren(fragment(data.status));
-      group.classList.remove("state-pending");
+      for (const name of [...group.classList]) if (name.startsWith("state-")) group.classList.remove(name);
       group.classList.add("state-" + data.state);
+      if (data.state === "awaiting") group.open = true; // its buttons in sight
       if (data.ms !== null && data.ms !== undefined) group.dataset.ms = data.ms;
-      group.dataset.resultId = data.id;
+      if (data.result_id) group.dataset.resultId = data.result_id;
       const owner = group.closest(".msg");
       if (owner && data.at) owner.dataset.end = String(Math.max(Number(owner.dataset.end || 0), Number(data.at)));
       const slot = group.nextElementSibling;
@@ -304,6 +305,7 @@
       draft.hidden = true;
       draftText.textContent = "";
       if (data.state === "done") setStatus("");
+      else if (data.state === "awaiting") setStatus("A tool call waits for a decision or a result: see its group above.");
       else if (data.state === "failed") setStatus("The model call failed: " + data.detail, true);
       else if (data.state === "busy") setStatus("This conversation is busy elsewhere: " + data.detail, true);
       else setStatus("The turn stopped: " + data.detail, true);
@@ -400,6 +402,47 @@
     rendered.hidden = showRaw;
     toggle.setAttribute("aria-pressed", String(showRaw));
     toggle.textContent = showRaw ? "Rendered" : "Raw";
+  });
+
+  // Deciding a call that waits (approve, deny, its outside result): the answer shows in the form; what the decision
+  // records, and the turn that goes on, arrive as live updates.
+  items.addEventListener("submit", async (event) => {
+    const form = event.target;
+    if (!form.classList.contains("decide-form")) return;
+    event.preventDefault();
+    const note = form.querySelector(".decide-status");
+    const buttons = [...form.querySelectorAll("button")];
+    buttons.forEach((button) => { button.disabled = true; });
+    note.classList.remove("bad");
+    note.textContent = "Recording…";
+    const body = new FormData(form);
+    const submitter = event.submitter;
+    if (submitter && submitter.name) body.set(submitter.name, submitter.value);
+    let answer = {};
+    let response = null;
+    try {
+      // getAttribute: the buttons are named "action", which would shadow the form's own action property.
+      response = await fetch(form.getAttribute("action"), {
+        method: "POST",
+        body,
+        headers: { Accept: "application/json" },
+      });
+    } catch (error) {
+      answer = { error: "The viewer did not answer: " + error.message };
+    }
+    if (response) {
+      try {
+        answer = await response.json();
+      } catch (_) { /* not JSON (a refusal page): the status text says it */ }
+    }
+    if (response && response.status === 202) {
+      note.textContent = answer.done;
+      if (answer.resumed) setStatus("The model is answering…");
+      return;
+    }
+    buttons.forEach((button) => { button.disabled = false; });
+    note.textContent = answer.error || (response ? response.statusText : "Not recorded.");
+    note.classList.add("bad");
   });
 
   items.addEventListener("submit", async (event) => {
