@@ -19,9 +19,10 @@ import msgspec
 
 from .._ids import new_id
 from .._text import replace_surrogates, replace_surrogates_in
-from ..errors import MessageListDeserializationError, StoreError
+from ..errors import MessageListDeserializationError, ProtocolError, StoreError
 from ..message_fields import field_problem
-from ..message_types import Message, UserMessage
+from ..message_list import validate_messages
+from ..message_types import ApprovalMessage, Message, UserMessage
 from ..serialization import decode_message
 from .base import PageInfo, conversation_cache_prefix
 
@@ -306,12 +307,16 @@ def unique_messages(messages: Sequence[Message], *, check_fields: bool = True) -
 
 
 def distinct_messages(messages: Sequence[Message], conversation_id: str) -> list[Message]:
-    """The messages of an imported conversation, which must all have their own ids and fields of their types.
+    """The messages of an imported conversation, which must all have their own ids and fields of their types; a log
+    holding approval entries must also keep their rules (`threadline.MessageList.validate`): a forged decision (one
+    with no request, or bound to other arguments) would let a call run that nobody approved.
 
     Raises:
-        StoreError: naming the first repeated id or mistyped field (the import writes nothing).
+        StoreError: naming the first repeated id, mistyped field or misplaced approval entry (the import writes
+            nothing).
     """
     seen: set[str] = set()
+    entries = False
     for position, message in enumerate(messages):
         _check_fields(message, position, "imported", conversation_id)
         if message.id in seen:
@@ -320,6 +325,14 @@ def distinct_messages(messages: Sequence[Message], conversation_id: str) -> list
                 "message; nothing was imported"
             )
         seen.add(message.id)
+        entries = entries or type(message) is ApprovalMessage
+    if entries:
+        try:
+            validate_messages(messages, check_fields=False)
+        except ProtocolError as exc:
+            raise StoreError(
+                f"conversation {conversation_id!r}: {exc} (rule {exc.rule}); nothing was imported"
+            ) from None
     return list(messages)
 
 

@@ -128,11 +128,12 @@ def conversation_figures(messages: Iterable[Message]) -> tuple[str | None, int]:
 
 
 def fork_end(following: Iterable[Message]) -> int:
-    """How many of the messages that follow a fork point belong to its tool group: the tool results right after
-    it. A fork keeps them, so it never ends with calls answered by half."""
+    """How many of the messages that follow a fork point belong to its tool group: the tool results and approval
+    entries right after it (a call's wait, its decision and its result belong together). A fork keeps them, so it
+    never ends with calls answered by half, nor cuts a call off from its decision."""
     count = 0
     for message in following:
-        if type(message) is not ToolMessage:
+        if type(message) is not ToolMessage and type(message) is not ApprovalMessage:
             break
         count += 1
     return count

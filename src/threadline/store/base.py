@@ -79,8 +79,9 @@ class Store(ConversationStore, BrowsableStore, ArtifactStore, CacheStore, PageSt
         """Create whole conversations (ids, titles, timestamps and logs as given) in one transaction: all or none.
 
         Raises:
-            StoreError: if any of the ids already exists, or two messages of one conversation share an id (then
-                nothing is written).
+            StoreError: if any of the ids already exists, two messages of one conversation share an id, or a log
+                holding approval entries breaks their rules (`threadline.MessageList.validate`): then nothing is
+                written.
         """
 
     def message_position(self, conversation_id: str, message_id: str) -> int:
