@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     # Only leaf modules: the engine, the tools and the toolsets import this module (their types are Any here).
     from ..errors import ModelError
-    from ..message_types import LLMError, Message, ToolCall, ToolMessage
+    from ..message_types import ApprovalMessage, LLMError, Message, ToolCall, ToolMessage
     from ..models.base import Model, ModelRequest, ModelResponse
 
-__all__ = ["ChatSpan", "Tracer", "TurnSpan", "tracer"]
+__all__ = ["ChatSpan", "Tracer", "TurnSpan", "report_decision", "tracer"]
 
 
 class ChatSpan(Protocol):
@@ -86,6 +86,23 @@ class Tracer(Protocol):
         when the shared call failed."""
         ...
 
+    def decision(self, host: Any, message: ApprovalMessage | ToolMessage) -> None:
+        """A waiting call of ``host`` (a conversation's host) was decided between turns: ``message`` is the
+        decision entry recorded (an approval or a denial) or the result submitted for an external call."""
+        ...
+
 
 tracer: Tracer | None = None
 """The active tracer; None while threadline is not instrumented."""
+
+
+def report_decision(host: Any, message: ApprovalMessage | ToolMessage) -> None:
+    """Tell the tracer, if any, of a decision recorded between turns (`Conversation.approve`, ``deny``,
+    ``submit_result``); tracing never fails a decision that is already recorded."""
+    active = tracer
+    if active is None:
+        return
+    try:
+        active.decision(host, message)
+    except Exception:
+        pass
