@@ -4,6 +4,8 @@ is never cached, and a continued request is never answered from the cache of ano
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.core._support import call, calls
@@ -11,13 +13,20 @@ from threadline import (
     ApprovalMessage,
     ApprovalRequired,
     AwaitingDecision,
+    Conversation,
+    ConversationConfig,
     ToolMessage,
+    agent_tool,
     generate_text,
+    llm,
+    open_store,
     request_hash,
     tool,
 )
 from threadline.engine.waits import decision_entry
 from threadline.generate import approve_call, deny_call, submit_call_result
+from threadline.generate.result import cache_key
+from threadline.runs import Node, Run
 from threadline.store import Store
 from threadline.testing import ScriptedModel
 from threadline.tools import call_approved
@@ -171,3 +180,86 @@ async def test_a_continued_request_is_never_answered_from_another_decision_s_cac
     hit = await generate_text(model=model, messages=as_asked, tools=[pay], cache=store)
     assert hit.cached and paid == [5, 6]
     assert all(not isinstance(m, ApprovalMessage) for m in hit.new_messages)
+
+
+# -- runs and sub-agents ------------------------------------------------------------------------------------------
+
+NODES = [Node("gather", "Collect the figures."), Node("pay", "Pay the invoice."), Node("report", "Report.")]
+
+
+def test_a_run_stops_at_a_node_whose_calls_wait_and_resume_goes_on(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    model = ScriptedModel(["Figures: 5.", calls(call("pay", {"amount": 5}, id="c1"))])
+    conv = Conversation(config=ConversationConfig(model=model, tools=[pay]), store=store)
+    run = Run(conv, "Pay and report", NODES)
+
+    result = run.run()
+    assert result.stop_reason == "awaiting" and not result.finished
+    assert [(item.call.id, item.tool) for item in result.awaiting] == [("c1", "pay")]
+    assert result.completed == ["gather"] and result.pending == ["pay", "report"]
+    assert run.states() == {"gather": "done", "pay": "started", "report": "pending"}
+    assert len(model.requests) == 2  # the report node never started
+    assert paid == []
+
+    # Another process decides, and resumes the run from the log alone.
+    later = ScriptedModel(["Paid.", "Report: paid 5."])
+    other = Conversation.load(conv.id, store, ConversationConfig(model=later, tools=[pay]))
+    other.approve("c1", by="alice")
+    resumed = Run.resume(conv.id, store, config=ConversationConfig(model=later, tools=[pay]))
+    finished = resumed.run()
+    assert finished.stop_reason == "end" and finished.finished and finished.awaiting == []
+    assert paid == [5]
+    assert finished.completed == ["gather", "pay", "report"]
+    # The approved call ran in its node, before the node's answer.
+    ran = [m for m in finished.new_messages if isinstance(m, ToolMessage)]
+    assert [(m.content, m.meta.node_id) for m in ran] == [("paid 5.0", "pay")]
+    store.load(conv.id).validate()
+    store.close()
+
+
+def test_a_run_resumed_before_the_decision_waits_again_without_a_model_call(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    model = ScriptedModel([calls(call("pay", {"amount": 5}, id="c1"))])
+    conv = Conversation(config=ConversationConfig(model=model, tools=[pay]), store=store)
+    assert Run(conv, "Pay", NODES[1:2]).run().stop_reason == "awaiting"
+    again = Run.resume(conv.id, store, config=ConversationConfig(model=model, tools=[pay])).run()
+    assert again.stop_reason == "awaiting" and [item.call.id for item in again.awaiting] == ["c1"]
+    assert len(model.requests) == 1
+    store.close()
+
+
+async def test_a_sub_agent_whose_calls_wait_tells_the_parent_which_and_where(store: Store) -> None:
+    child_model = ScriptedModel([calls(call("pay", {"amount": 5}, id="child-c1"))])
+    child = llm.model(child_model).agent("You pay invoices.").tools(pay).store(store)
+    parent_model = ScriptedModel([calls(call("payer", {"task": "Pay Bob 5"}, id="p1")), "The payment waits."])
+
+    result = await generate_text(
+        model=parent_model, prompt="Pay Bob", tools=[agent_tool(child, "payer", "Pays.")], cache=store
+    )
+
+    assert result.text == "The payment waits." and result.stop_reason == "end"
+    [answer] = [m for m in result.messages if isinstance(m, ToolMessage)]
+    assert answer.is_error
+    assert "has not answered" in answer.content and "child-c1 (pay: waits for a person's decision" in answer.content
+    child_id = answer.content.split("conversation ")[-1].split(" ")[0]
+    assert paid == []
+    # Not cached (the wait passes): the same request runs again.
+    assert store.cache_get_raw(cache_key(result.request_hash)) is None
+
+    # A person decides on the child's conversation, named in the error, and it goes on.
+    decided_model = ScriptedModel(["Paid Bob."])
+    child_conversation = Conversation.load(child_id, store, ConversationConfig(model=decided_model, tools=[pay]))
+    assert [item.call.id for item in child_conversation.awaiting] == ["child-c1"]
+    child_conversation.approve("child-c1", by="alice")
+    async for _ in child_conversation.run():  # resume, from async code
+        pass
+    assert child_conversation.text == "Paid Bob."
+    assert paid == [5]
+
+
+async def test_an_unstored_sub_agent_whose_calls_wait_says_they_cannot_be_decided() -> None:
+    child = llm.model(ScriptedModel([calls(call("pay", {"amount": 5}, id="child-c1"))])).tools(pay)
+    parent_model = ScriptedModel([calls(call("payer", {"task": "Pay Bob 5"})), "Cannot pay now."])
+    result = await generate_text(model=parent_model, prompt="Pay Bob", tools=[agent_tool(child, "payer", "Pays.")])
+    [answer] = [m for m in result.messages if isinstance(m, ToolMessage)]
+    assert answer.is_error and "child-c1" in answer.content and "not stored" in answer.content
