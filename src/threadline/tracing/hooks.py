@@ -1,8 +1,9 @@
 """The tiny interface through which the engine, the HTTP transport, runs and MCP toolsets report to a tracer.
 
-Core modules read `tracer` (a module global) once per turn, per retry, per run and per MCP call: while it is None
-(nothing instrumented) that one check is all they pay, and no tracing code is imported. `threadline.instrument`
-sets it to an OpenTelemetry implementation (`threadline.tracing._otel`); `threadline.uninstrument` clears it.
+Core modules read `tracer` (a module global) once per turn, per retry, per run, per MCP call and per decision on a
+waiting tool call (`report_decision`): while it is None (nothing instrumented) that one check is all they pay, and
+no tracing code is imported. `threadline.instrument` sets it to an OpenTelemetry implementation
+(`threadline.tracing._otel`); `threadline.uninstrument` clears it.
 
 Nothing here imports OpenTelemetry.
 """
