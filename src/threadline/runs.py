@@ -9,6 +9,12 @@ The run's definition (directive and nodes) is written to the log as a UI-only ev
 finished once an answer without tool calls, tagged with it, follows its opening message) and continues with the
 first unfinished one — also after a ``kill -9`` in the middle of a node, whose dangling tool calls the next turn
 answers as ``interrupted``.
+
+A node whose turn ends with tool calls waiting (for a person's decision or a result from outside:
+docs/architecture.md#tool-calls-that-wait) stops the run there: `RunResult.awaiting` lists the calls and the node
+stays unfinished. Once they are decided (`Conversation.approve`, ``deny``, ``submit_result`` on ``run.conversation``,
+or on the conversation loaded in another process), running the run again, or ``Run.resume(...)``, goes on: the node's
+next turn runs the approved calls first, and the later nodes follow.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from ._ids import new_id
 from ._sync import run_sync
 from .context import RunBrief
 from .conversation import Conversation, ConversationConfig
+from .engine import TurnResult
 from .errors import StoreError, UserError
+from .message_list import AwaitingCall, call_waits
 from .message_types import AssistantMessage, Message, MessageMeta, SystemMessage, UserMessage
 from .tracing import hooks as tracing
 
@@ -45,17 +53,27 @@ class Node:
 
 @dataclass(slots=True)
 class RunResult:
-    """How a run ended: which nodes are done, which are not, and the messages this call added."""
+    """How a run ended: which nodes are done, which are not, the messages this call added, and the tool calls that
+    stopped it to wait (``awaiting``: decide them, then run the run again)."""
 
     run_id: str
     completed: list[str]
     pending: list[str]
     new_messages: list[Message] = field(default_factory=list)
+    awaiting: list[AwaitingCall] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
         """Whether every node is done."""
         return not self.pending
+
+    @property
+    def stop_reason(self) -> str:
+        """``"end"`` when every node is done, ``"awaiting"`` when tool calls wait (see `awaiting`), else
+        ``"unfinished"``."""
+        if self.awaiting:
+            return "awaiting"
+        return "end" if not self.pending else "unfinished"
 
 
 class Run:
@@ -121,7 +139,8 @@ class Run:
 
     # -- execution --------------------------------------------------------------------------------------------
     async def iterate(self) -> AsyncIterator[Message]:
-        """Run the unfinished nodes; yield every new message as it is recorded.
+        """Run the unfinished nodes; yield every new message as it is recorded. A node whose turn ends with tool
+        calls waiting stops the run there (see `RunResult.awaiting`).
 
         The run holds its conversation from start to end (`Conversation.hold`): no other turn gets between nodes.
         """
@@ -167,8 +186,11 @@ class Run:
                 step_context=self._step_context(node, position),
             )
             options = conversation.host.plan(run_brief=brief, meta=meta)
-            async for message in conversation.host.turn(options):
+            turn = TurnResult()
+            async for message in conversation.host.turn(options, turn):
                 yield message
+            if turn.stop_reason == "awaiting":
+                return  # the node goes on once its calls are decided
 
     async def run_async(self) -> RunResult:
         """Run the unfinished nodes to the end (async)."""
@@ -184,7 +206,9 @@ class Run:
     def _result(self, added: list[Message]) -> RunResult:
         states = self.states()
         done = [n.id for n in self.nodes if states[n.id] == "done"]
-        return RunResult(self.run_id, done, [n.id for n in self.nodes if states[n.id] != "done"], added)
+        pending = [n.id for n in self.nodes if states[n.id] != "done"]
+        awaiting = call_waits(self.conversation.messages).waiting if pending else []
+        return RunResult(self.run_id, done, pending, added, awaiting)
 
     def _step_context(self, node: Node, position: int) -> str | None:
         if isinstance(self.step_context, str):

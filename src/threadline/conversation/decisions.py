@@ -16,6 +16,7 @@ from ..engine.waits import decision_entry, denial_text
 from ..errors import AwaitingDecision, UserError
 from ..message_list import AwaitingCall, call_waits
 from ..message_types import APPROVAL_SCOPES, ApprovalMessage, ToolMessage
+from ..tracing.hooks import report_decision
 
 if TYPE_CHECKING:
     from .host import ConversationHost
@@ -78,6 +79,7 @@ def approve(
     if meta is not None:
         entry.meta = meta
     host.record(entry)
+    report_decision(host, entry)
     return entry
 
 
@@ -98,6 +100,7 @@ def deny(
     if meta is not None:
         result.meta = meta
     host.record(result)
+    report_decision(host, entry)
     return entry
 
 
@@ -118,6 +121,7 @@ def submit_result(host: ConversationHost[Any], call_id: str, content: Any, is_er
     if meta is not None:
         result.meta = meta
     host.record(result)
+    report_decision(host, result)
     return result
 
 

@@ -8,6 +8,11 @@ by the same turn engine as `Conversation` (`threadline.engine.run_turn`), throug
 The system text and the documents (``documents=``) form the system prefix of every request; they are not part of
 ``result.messages`` (pass them again to continue). The whole log is sent each time.
 
+Tool calls that wait (a tool with ``approval=`` or ``external=True``, or one that raised `ApprovalRequired`) end the
+run with ``stop_reason="awaiting"`` and ``result.awaiting``; `approve_call`, `deny_call` and `submit_call_result`
+(module `decide`) return the messages with the decision appended, and ``generate_text(messages=...)`` given them goes
+on (approved calls run first). A result that waits is not finished: it is never cached.
+
 De-duplication: every call has a `request_hash`. With ``cache=`` a store, a finished result under that hash is
 returned without calling the model, across processes; failures are never cached, and neither is a result one of whose
 tools reported a failure that may pass (`note_transient_failure`: an `agent_tool` child whose model call failed with a
@@ -16,8 +21,8 @@ Within one process, calls with the same hash that overlap in time share one mode
 whether or not there is a cache.
 
 The package: this module (`generate_text` and its host), `result` (`GenerateTextResult`, its cached form,
-`find_tool_result`), `hashing` (`request_hash`), `reactive` (`Cell`, `reactive_generate_text`) and `agents`
-(`agent_tool`). `threadline` exports their public names.
+`find_tool_result`), `hashing` (`request_hash`), `decide` (deciding calls that wait), `reactive` (`Cell`,
+`reactive_generate_text`) and `agents` (`agent_tool`). `threadline` exports their public names.
 """
 
 from __future__ import annotations
@@ -42,13 +47,22 @@ from ..models.base import Model
 from ..store.capabilities import CacheStore, ConversationStore, require
 from ..tools import ResolvedTools, Tool
 from ..tracing import hooks as tracing
+from .decide import approve_call, deny_call, submit_call_result
 from .hashing import GenerateRequest, hash_request, prepare_request
 from .result import GenerateStep, GenerateTextResult, cache_key, result_from_cache, result_to_cache
 
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["GenerateHost", "generate_text", "generate_text_sync", "note_transient_failure"]
+__all__ = [
+    "GenerateHost",
+    "approve_call",
+    "deny_call",
+    "generate_text",
+    "generate_text_sync",
+    "note_transient_failure",
+    "submit_call_result",
+]
 
 # generate_text sends the caller's whole log: the caller chose those messages (the window of a Conversation is for
 # logs that grow without bound). Tool outputs are sent whole too: there is no conversation to keep artifacts under.
@@ -187,8 +201,8 @@ async def generate_text(
         max_tool_rounds: Tool rounds before a tool-less request forces an answer.
         tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool name, for the first request.
         cache: A store: a finished result with the same `request_hash` is returned without calling the model, and
-            a new one is saved there. Failures are never cached, nor a result a tool marked with
-            `note_transient_failure` (an `agent_tool` child that failed in a way that may pass).
+            a new one is saved there. Failures are never cached, nor a result that waits (``"awaiting"``), nor one
+            a tool marked with `note_transient_failure` (an `agent_tool` child that failed in a way that may pass).
         on_partial: Called with the answer's text so far while it streams (from the start again for each model
             call of a tool loop).
         store: Log the run as a conversation in this store (input messages first, then each message as it
@@ -207,6 +221,7 @@ async def generate_text(
         ModelError: when a model call fails; its ``messages`` holds the log up to and including the failure (with
             its partial output), so the caller can continue from it.
         UserError: for bad input (nothing is sent); `CapabilityError` when the model cannot serve the request.
+        AwaitingDecision: for a message after a tool call that waits (decide it first: `approve_call`…).
         ProtocolError: for input messages that break the tool-call protocol (beyond calls left unanswered).
         StoreError: when ``store`` or ``cache`` failed.
     """
@@ -397,7 +412,7 @@ async def _run(
         stop_reason=turn.stop_reason,
         conversation_id=host.conversation_id,
     )
-    if cache is not None and not transient:
+    if cache is not None and not transient and turn.stop_reason != "awaiting":
         entry = result_to_cache(result, input_count)
         if entry is not None:
             cache.cache_put(cache_key(key), entry)

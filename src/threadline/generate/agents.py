@@ -15,7 +15,15 @@ A child that did not finish normally is never passed off as a complete answer:
   none, the tool result is an error saying why;
 - its model call failed: the tool result is an error, naming the child's conversation when it is stored (its log
   holds the failure). A failure that may pass (a retryable `ModelError`: rate limit, server error…) or a child
-  stopped by the tool's timeout also keeps the parent's ``generate_text`` result out of the cache.
+  stopped by the tool's timeout also keeps the parent's ``generate_text`` result out of the cache;
+- its turn ended with tool calls waiting (a tool of its own with ``approval=`` or ``external=True``:
+  docs/architecture.md#tool-calls-that-wait): the tool result is an error saying the sub-agent has not answered and
+  naming each waiting call (id, tool, what it waits for, why) and the child's conversation when it is stored. The
+  parent's call itself does not wait: a person decides the child's calls on the child's conversation
+  (`Conversation.load` it from the store, then ``approve``/``deny``/``submit_result`` and ``resume``), and the
+  parent model may call the sub-agent again. A child that is not stored is gone once the tool returns, so its
+  waiting calls can never be decided (the error says so: give the sub-agent a store). The parent's
+  ``generate_text`` result is kept out of the cache (the wait passes).
 """
 
 from __future__ import annotations
@@ -28,13 +36,43 @@ from typing import TYPE_CHECKING, Any
 from ..builder import PromptBuilder
 from ..conversation import Conversation
 from ..errors import ModelError, UserError
+from ..message_list import AwaitingCall
 from ..message_types import UserMessage
 from ..tools import Tool, ToolArgumentsError, encode_result
 
 if TYPE_CHECKING:
     from ..store.capabilities import ConversationStore
 
-__all__ = ["agent_tool"]
+__all__ = ["SubAgentAwaiting", "agent_tool"]
+
+
+class SubAgentAwaiting(Exception):
+    """An `agent_tool`'s sub-conversation ended with tool calls waiting; its text (the parent's error result) names
+    them and the sub-conversation. ``calls`` holds their ids, ``conversation_id`` the child's (None: not stored)."""
+
+    def __init__(self, waiting: list[AwaitingCall], conversation_id: str | None) -> None:
+        self.calls = [item.call.id for item in waiting]
+        self.conversation_id = conversation_id
+        listed = "; ".join(
+            f"{item.call.id} ({item.tool}: {_waits_for(item.kind)}{': ' + item.reason if item.reason else ''})"
+            for item in waiting
+        )
+        if conversation_id is not None:
+            where = (
+                f"A person decides them on the sub-agent's conversation {conversation_id} "
+                "(Conversation.approve, deny or submit_result, then resume)."
+            )
+        else:
+            where = (
+                "The sub-agent's conversation is not stored, so they can never be decided: give the sub-agent a "
+                "store to decide them later."
+            )
+        super().__init__(f"the sub-agent has not answered: its tool calls wait: {listed}. {where}")
+
+
+def _waits_for(kind: str) -> str:
+    return "waits for a result from outside" if kind == "external" else "waits for a person's decision"
+
 
 TASK_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -136,7 +174,17 @@ async def _run(builder: PromptBuilder) -> str:
         raise
     stop_reason = conversation.last_turn.stop_reason if conversation.last_turn is not None else "end"
     stored = conversation.id if conversation.store is not None else None
+    if stop_reason == "awaiting":
+        _awaiting(conversation.awaiting, stored)
     return _result(conversation.text or "", stop_reason, stored)
+
+
+def _awaiting(waiting: list[AwaitingCall], conversation_id: str | None) -> None:
+    """Raise the parent's error result for a child whose calls wait (and keep the parent's result uncached)."""
+    from . import note_transient_failure
+
+    note_transient_failure()
+    raise SubAgentAwaiting(waiting, conversation_id)
 
 
 # How a child's answer may stop short (`TurnResult.stop_reason`), as told to the parent model.
@@ -185,6 +233,8 @@ def _answer(value: Any) -> str:
     from .result import GenerateTextResult
 
     if isinstance(value, GenerateTextResult):
+        if value.stop_reason == "awaiting":
+            _awaiting(value.awaiting, value.conversation_id)
         return _result(value.text, value.stop_reason, value.conversation_id)
     if isinstance(value, Conversation):
         raise UserError("agent_tool's callable returned a Conversation; return a PromptBuilder to run it")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..engine.plan import MAX_TOOL_ROUNDS, TOOL_TIMEOUT, plan_turn
-from ..errors import ProtocolError, UserError, renamed_argument, warn_renamed
+from ..errors import AwaitingDecision, ProtocolError, UserError, renamed_argument, warn_renamed
 from ..message_list import MessageList
 from ..message_types import (
     INTERRUPTED_TOOL,
@@ -119,8 +119,13 @@ def prepare_request(
     `Conversation` answers them (docs/architecture.md#how-a-turn-runs); the request's ``messages`` hold those results,
     its hash does not.
 
+    Calls that wait (a request for approval or a result in the log) are never answered so: a message after one is
+    refused with `AwaitingDecision` (decide it first: `threadline.generate.approve_call`, ``deny_call``,
+    ``submit_call_result``).
+
     Raises:
         UserError: for a missing prompt, a bad model, tool, document or setting.
+        AwaitingDecision: for a user or assistant message after a call that waits.
         ProtocolError: for input messages that break the tool-call protocol in any other way.
         MessageListDeserializationError: for message dicts that are not chat messages.
     """
@@ -149,10 +154,24 @@ def _answer_unanswered(log: MessageList) -> MessageList:
     assistant message, inserted right before it (in call order, as `Conversation`'s repair writes them)."""
     items: list[Message] = []
     pending: dict[str, ToolCall] = {}  # the calls of the latest assistant message that have no result yet
+    waiting: dict[str, str] = {}  # those of them with an approval entry: call id -> its latest state
     for message in log:
         if isinstance(message, ToolMessage):
             pending.pop(message.tool_call_id, None)
+            waiting.pop(message.tool_call_id, None)
+        elif isinstance(message, ApprovalMessage):
+            waiting[message.tool_call_id] = message.state
         elif isinstance(message, (UserMessage, AssistantMessage)):
+            if waiting:
+                raise AwaitingDecision(
+                    "tool calls of the log wait or were decided without a result yet, so no message may follow "
+                    "them: "
+                    + ", ".join(f"{call_id} ({state})" for call_id, state in waiting.items())
+                    + ". Decide those that wait (threadline.generate.approve_call, deny_call, submit_call_result) "
+                    "and call generate_text with the messages ending at the decisions: approved calls run and "
+                    "denied ones get their error result before the model is asked again",
+                    list(waiting),
+                )
             items.extend(
                 ToolMessage(tool_call_id=call.id, tool_name=call.name, content=INTERRUPTED_TOOL, is_error=True)
                 for call in pending.values()
@@ -328,8 +347,21 @@ def _canonical(message: Any) -> tuple[Any, ...]:
         return ("u", message.content, listed, message.meta.include_in_context)
     if kind is SystemMessage:
         return ("s", message.content, message.meta.include_in_context)
-    if kind is ApprovalMessage:  # not sent, but a log with a wait is not the log without it
-        return ("p", message.tool_call_id, message.state)
+    if kind is ApprovalMessage:
+        # Not sent, but a log with a wait is not the log without it, and a decision shapes what the next request
+        # carries: the arguments an approval gives the call, the words of a denial the model reads.
+        return (
+            "p",
+            message.tool_call_id,
+            message.tool_name,
+            message.state,
+            message.kind,
+            message.reason,
+            message.by,
+            message.arguments,
+            message.scope,
+            message.arguments_sha256,
+        )
     raise _NotAMessage
 
 

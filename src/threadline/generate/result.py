@@ -16,8 +16,8 @@ from typing import Annotated, Any
 import msgspec
 
 from ..errors import ProtocolError
-from ..message_list import MessageList, validate_messages
-from ..message_types import AssistantMessage, Message, ToolMessage, Usage, content_for_model
+from ..message_list import AwaitingCall, MessageList, call_waits, validate_messages
+from ..message_types import ApprovalMessage, AssistantMessage, Message, ToolMessage, Usage, content_for_model
 from ..serialization import dump_dict, typed_decoder
 
 __all__ = [
@@ -76,7 +76,10 @@ class GenerateTextResult(msgspec.Struct, frozen=True):
         usage: Summed over the steps.
         request_hash: The `request_hash` of the inputs.
         stop_reason: ``"end"`` (an answer without tool calls), ``"length"`` (the answer stopped at the output
-            token limit), ``"content_filter"`` (a filter or a refusal stopped it) or ``"max_tool_rounds"``.
+            token limit), ``"content_filter"`` (a filter or a refusal stopped it), ``"max_tool_rounds"``, or
+            ``"awaiting"``: tool calls wait for a person's decision or a result from outside (`awaiting`); decide
+            them with `threadline.generate.approve_call`, ``deny_call`` or ``submit_call_result`` and pass the
+            messages they return to ``generate_text`` to go on.
         conversation_id: The stored conversation, when ``store=`` was given.
         cached: True when the result came from the cache (no model was called).
     """
@@ -90,6 +93,11 @@ class GenerateTextResult(msgspec.Struct, frozen=True):
     stop_reason: str
     conversation_id: str | None = None
     cached: bool = False
+
+    @property
+    def awaiting(self) -> list[AwaitingCall]:
+        """The tool calls that wait for a decision or a result (empty unless ``stop_reason == "awaiting"``)."""
+        return call_waits(self.messages).waiting
 
     def for_input(self, messages: MessageList) -> GenerateTextResult:
         """This result as the answer to another caller's equal input (their own message objects first)."""
@@ -151,12 +159,12 @@ def result_to_cache(result: GenerateTextResult, input_count: int) -> dict[str, A
 
 def _sent_from_log(messages: Iterable[Message]) -> tuple[list[Message], bool]:
     """The messages of the log a ``generate_text`` request carries, as its context builder sends them (the whole
-    log, `threadline.context._window`'s rules): UI-only events and empty answers left out, a failed call as its partial
-    text ending in its error block. And whether that is the log itself, unchanged."""
+    log, `threadline.context._window`'s rules): UI-only events, approval entries and empty answers left out, a
+    failed call as its partial text ending in its error block. And whether that is the log itself, unchanged."""
     sent: list[Message] = []
     same = True
     for message in messages:
-        if not message.meta.include_in_context:
+        if not message.meta.include_in_context or type(message) is ApprovalMessage:  # never sent to a model
             same = False
             continue
         if type(message) is AssistantMessage:

@@ -29,7 +29,10 @@ def instrument(tracer_provider: Any = None, include_content: bool = False) -> No
     Each turn becomes an ``invoke_agent threadline`` span, with a ``chat <model>`` span per model call and an
     ``execute_tool <name>`` span per tool call, named and annotated as OpenTelemetry's GenAI semantic conventions
     say (``gen_ai.*`` attributes: provider, models, token usage, finish reasons, tool names and call ids;
-    ``error.type`` and an ERROR status for what failed; retries as events). Calling it again replaces the settings.
+    ``error.type`` and an ERROR status for what failed; retries as events). Tool calls that wait for a person's
+    decision or a result from outside are events on their turn's span (``threadline.approval.*``), and a decision
+    made between turns (``Conversation.approve``, ``deny``, ``submit_result``) is a short span of its own
+    (`threadline.tracing._approvals` says what each holds). Calling it again replaces the settings.
 
     Args:
         tracer_provider: The OpenTelemetry ``TracerProvider`` to use (None: the global one, as set by

@@ -24,7 +24,11 @@ Names and attributes follow OpenTelemetry's GenAI semantic conventions (``gen-ai
   ``gen_ai.tool.call.id``, ``gen_ai.tool.type``; a call that fails (an exception, a timeout, bad arguments, an
   unknown tool) ends in ERROR with ``error.type`` (the exception's class name, ``timeout``, ``invalid_arguments``,
   ``unknown_tool``, ``unencodable_result``, or ``interrupted``); an MCP tool's span also carries
-  ``mcp.method.name=tools/call`` and the transport, as ``mcp.md`` asks of an outer instrumentation.
+  ``mcp.method.name=tools/call`` and the transport, as ``mcp.md`` asks of an outer instrumentation;
+- tool calls that wait for a person's decision or a result from outside: events on the turn's span
+  (``threadline.approval.requested``/``approved``), ``threadline.turn.stop_reason=awaiting``, a short span per
+  decision made between turns (``approve <tool>``, ``deny <tool>``, ``submit_result <tool>``), and a tool that
+  raises `ApprovalRequired` not marked as failed (`_approvals` says what each holds and why).
 
 Content (``gen_ai.input.messages``, ``gen_ai.output.messages``, ``gen_ai.tool.definitions``,
 ``gen_ai.tool.call.arguments``/``result``, a failed tool's message and a failed model call's error text, which a
@@ -51,9 +55,10 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
-from ..errors import ModelError
-from ..message_types import AssistantMessage, Message, ToolCall, ToolMessage
-from ..tools import execute_tool_call
+from ..errors import ApprovalRequired, ModelError
+from ..message_types import ApprovalMessage, AssistantMessage, Message, ToolCall, ToolMessage
+from ..tools import call_approved, execute_tool_call
+from ._approvals import APPROVED, AWAITING, approval_event, decision_span, time_ns
 from .content import (
     Secrets,
     answer_messages,
@@ -228,6 +233,9 @@ class OtelTracer:
         if url:
             span.set_attributes(server_attributes(url))
 
+    def decision(self, host: Any, message: ApprovalMessage | ToolMessage) -> None:
+        decision_span(self.tracer, host, message, self.include_content)
+
     async def workflow(self, run: Any, steps: AsyncGenerator[Message, None]) -> AsyncGenerator[Message, None]:
         attributes: dict[str, Any] = {
             OPERATION: "invoke_workflow",
@@ -353,10 +361,17 @@ class _Turn:
         self, call: ToolCall, tools: Mapping[str, Tool], default_timeout: float | None
     ) -> ToolMessage:
         # The span's parent (the turn) carries the conversation id; gen-ai-spans.md lists none for execute_tool.
-        attributes = {OPERATION: "execute_tool", TOOL_TYPE: "function", TOOL_NAME: call.name, TOOL_CALL_ID: call.id}
+        attributes: dict[str, Any] = {
+            OPERATION: "execute_tool",
+            TOOL_TYPE: "function",
+            TOOL_NAME: call.name,
+            TOOL_CALL_ID: call.id,
+        }
         tool = tools.get(call.name)
         if tool is not None and tool.description:
             attributes[TOOL_DESCRIPTION] = tool.description
+        if call_approved():  # a call a person (or a rule) approved, run by the turn that acts on the decision
+            attributes[APPROVED] = True
         secrets = self.secrets
         if secrets is not None:
             try:
@@ -374,6 +389,9 @@ class _Turn:
         errors: list[str] = []
         try:
             message = await execute_tool_call(call, tools, default_timeout, on_error=errors.append)
+        except ApprovalRequired:  # not a failure: the call waits (the turn's event says why)
+            span.set_attribute(AWAITING, "approval")
+            raise
         except BaseException as exc:  # cancellation or Ctrl-C: the call stays unanswered in the log
             fail_span(span, error_type_of(exc), None)
             raise
@@ -412,6 +430,10 @@ class _Turn:
             if answers:
                 add_content(attributes, OUTPUT_MESSAGES, lambda: answer_messages(answers[-1], forms))
         span.set_attributes(attributes)
+        for message in result.new_messages:
+            if type(message) is ApprovalMessage:
+                name, event = approval_event(message, secrets.forms if secrets is not None else None)
+                span.add_event(name, event, timestamp=time_ns(message.created_at))
         if error is not None and not isinstance(error, GeneratorExit):  # GeneratorExit: the caller stopped reading
             fail_span(span, error_type_of(error), error_text_of(error, secrets.forms if secrets is not None else None))
         span.end()

@@ -1,8 +1,9 @@
 """The tiny interface through which the engine, the HTTP transport, runs and MCP toolsets report to a tracer.
 
-Core modules read `tracer` (a module global) once per turn, per retry, per run and per MCP call: while it is None
-(nothing instrumented) that one check is all they pay, and no tracing code is imported. `threadline.instrument`
-sets it to an OpenTelemetry implementation (`threadline.tracing._otel`); `threadline.uninstrument` clears it.
+Core modules read `tracer` (a module global) once per turn, per retry, per run, per MCP call and per decision on a
+waiting tool call (`report_decision`): while it is None (nothing instrumented) that one check is all they pay, and
+no tracing code is imported. `threadline.instrument` sets it to an OpenTelemetry implementation
+(`threadline.tracing._otel`); `threadline.uninstrument` clears it.
 
 Nothing here imports OpenTelemetry.
 """
@@ -15,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     # Only leaf modules: the engine, the tools and the toolsets import this module (their types are Any here).
     from ..errors import ModelError
-    from ..message_types import LLMError, Message, ToolCall, ToolMessage
+    from ..message_types import ApprovalMessage, LLMError, Message, ToolCall, ToolMessage
     from ..models.base import Model, ModelRequest, ModelResponse
 
-__all__ = ["ChatSpan", "Tracer", "TurnSpan", "tracer"]
+__all__ = ["ChatSpan", "Tracer", "TurnSpan", "report_decision", "tracer"]
 
 
 class ChatSpan(Protocol):
@@ -86,6 +87,23 @@ class Tracer(Protocol):
         when the shared call failed."""
         ...
 
+    def decision(self, host: Any, message: ApprovalMessage | ToolMessage) -> None:
+        """A waiting call of ``host`` (a conversation's host) was decided between turns: ``message`` is the
+        decision entry recorded (an approval or a denial) or the result submitted for an external call."""
+        ...
+
 
 tracer: Tracer | None = None
 """The active tracer; None while threadline is not instrumented."""
+
+
+def report_decision(host: Any, message: ApprovalMessage | ToolMessage) -> None:
+    """Tell the tracer, if any, of a decision recorded between turns (`Conversation.approve`, ``deny``,
+    ``submit_result``); tracing never fails a decision that is already recorded."""
+    active = tracer
+    if active is None:
+        return
+    try:
+        active.decision(host, message)
+    except Exception:
+        pass
