@@ -433,7 +433,10 @@ def chat(
 
         def go_on() -> None:  # after the waiting calls were decided: the turn goes on, nothing new asked
             wait_for_turn(chatting, events, wait)
-            chatting.continuation.prompt_conversation(**_settings(max_tokens, temperature, options))
+            # The chat's model and tools (a conversation continued with --cid has neither before its first turn).
+            going_on = chatting.continuation.model(model)
+            going_on = going_on.tools(*tools) if tools else going_on
+            going_on.prompt_conversation(**_settings(max_tokens, temperature, options))
             run_turn()
 
         # Calls that wait (of a conversation continued with --cid, or of the turn just run) are asked about here.
