@@ -78,7 +78,7 @@ def _line(reader: Reader, prompt: str) -> str:
 def _show(console: Console, item: AwaitingCall) -> None:
     from rich.text import Text
 
-    console.print(Text(describe_waiting(item), style="yellow"))
+    console.print(Text(describe_waiting(item), style="yellow"), soft_wrap=True)
 
 
 def _ask_approval(conversation: Conversation, console: Console, reader: Reader, item: AwaitingCall) -> None:
@@ -87,25 +87,25 @@ def _ask_approval(conversation: Conversation, console: Console, reader: Reader, 
     _show(console, item)
     by = default_by()
     while True:
-        console.print(Text("Approve? [y]es / [n]o / [e]dit"))
+        console.print(Text("Approve? [y]es / [n]o / [e]dit"), soft_wrap=True)
         answer = _line(reader, "› ").strip().lower()
         try:
             if answer in ("y", "yes"):
                 conversation.approve(item.call.id, by=by, arguments_sha256=item.arguments_sha256)
-                console.print(Text(visible(f"approved {item.call.id} ({item.tool})"), style="green"))
+                console.print(Text(visible(f"approved {item.call.id} ({item.tool})"), style="green"), soft_wrap=True)
                 return
             if answer in ("n", "no"):
                 reason = _asked_text(console, reader, "Why not? (the model reads it)")
                 conversation.deny(item.call.id, by=by, reason=reason, arguments_sha256=item.arguments_sha256)
-                console.print(Text(visible(f"denied {item.call.id} ({item.tool})"), style="red"))
+                console.print(Text(visible(f"denied {item.call.id} ({item.tool})"), style="red"), soft_wrap=True)
                 return
             if answer in ("e", "edit"):
                 _ask_edit(conversation, console, reader, item, by)
                 return
         except AwaitingDecision as exc:  # decided meanwhile, elsewhere: nothing more to ask about this call
-            console.print(Text(visible(str(exc)), style="red"))
+            console.print(Text(visible(str(exc)), style="red"), soft_wrap=True)
             return
-        console.print(Text("answer y, n or e"))
+        console.print(Text("answer y, n or e"), soft_wrap=True)
 
 
 def _ask_edit(conversation: Conversation, console: Console, reader: Reader, item: AwaitingCall, by: str) -> None:
@@ -113,25 +113,30 @@ def _ask_edit(conversation: Conversation, console: Console, reader: Reader, item
     from rich.text import Text
 
     while True:
-        console.print(Text("New arguments (a JSON object, on one line):"))
+        console.print(Text("New arguments (a JSON object, on one line):"), soft_wrap=True)
         text = _line(reader, "› ")
         try:
             arguments = json.loads(text)
         except ValueError as exc:
-            console.print(Text(visible(f"not JSON: {exc}; try again"), style="red"))
+            console.print(Text(visible(f"not JSON: {exc}; try again"), style="red"), soft_wrap=True)
             continue
         if not isinstance(arguments, dict):
-            console.print(Text(f"a JSON object is needed, not {type(arguments).__name__}; try again", style="red"))
+            console.print(
+                Text(f"a JSON object is needed, not {type(arguments).__name__}; try again", style="red"), soft_wrap=True
+            )
             continue
         try:
             conversation.approve(item.call.id, by=by, arguments=arguments, arguments_sha256=item.arguments_sha256)
         except AwaitingDecision:
             raise
         except UserError as exc:
-            console.print(Text(visible(f"{exc}; try again"), style="red"))
+            console.print(Text(visible(f"{exc}; try again"), style="red"), soft_wrap=True)
             continue
         edited = json.dumps(arguments, ensure_ascii=False)
-        console.print(Text(visible(f"approved {item.call.id} ({item.tool}) with arguments {edited}"), style="green"))
+        console.print(
+            Text(visible(f"approved {item.call.id} ({item.tool}) with arguments {edited}"), style="green"),
+            soft_wrap=True,
+        )
         return
 
 
@@ -143,9 +148,9 @@ def _ask_result(conversation: Conversation, console: Console, reader: Reader, it
     try:
         conversation.submit_result(item.call.id, content)
     except AwaitingDecision as exc:
-        console.print(Text(visible(str(exc)), style="red"))
+        console.print(Text(visible(str(exc)), style="red"), soft_wrap=True)
         return
-    console.print(Text(visible(f"submitted the result of {item.call.id} ({item.tool})"), style="green"))
+    console.print(Text(visible(f"submitted the result of {item.call.id} ({item.tool})"), style="green"), soft_wrap=True)
 
 
 def _asked_text(console: Console, reader: Reader, question: str) -> str:
@@ -153,7 +158,7 @@ def _asked_text(console: Console, reader: Reader, question: str) -> str:
     from rich.text import Text
 
     while True:
-        console.print(Text(question))
+        console.print(Text(question), soft_wrap=True)
         text = _line(reader, "› ").strip()
         if text:
             return text
@@ -168,5 +173,6 @@ def _later(conversation: Conversation, console: Console) -> None:
             + next_step(conversation.id, conversation.awaiting)
             + f"\nthen: threadline resume {conversation.id} -T …",
             style="yellow",
-        )
+        ),
+        soft_wrap=True,
     )

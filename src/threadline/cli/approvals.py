@@ -179,13 +179,13 @@ def awaiting(conversation_id: str | None, as_json: bool, store_url: str | None) 
     console = _console()
     if not found:
         where = f"conversation {conversation_id}" if conversation_id else url
-        console.print(Text(f"No tool calls wait in {where}."))
+        console.print(Text(f"No tool calls wait in {where}."), soft_wrap=True)
         return
     for cid, waiting in found:
-        console.print(Text(f"conversation {cid}", style="bold"))
+        console.print(Text(f"conversation {cid}", style="bold"), soft_wrap=True)
         for item in waiting:
-            console.print(Text(describe_waiting(item)))
-        console.print(Text(next_step(cid, waiting), style="dim"))
+            console.print(Text(describe_waiting(item)), soft_wrap=True)
+        console.print(Text(next_step(cid, waiting), style="dim"), soft_wrap=True)
 
 
 # -- deciding ------------------------------------------------------------------------------------------------
@@ -277,8 +277,8 @@ def _report(conversation: Conversation, logged: str) -> None:
     """Print what was logged (stdout) and what to do next (stderr)."""
     from rich.text import Text
 
-    _console().print(Text(logged))
-    _err_console().print(Text(next_step(conversation.id, conversation.awaiting), style="dim"))
+    _console().print(Text(logged), soft_wrap=True)
+    _err_console().print(Text(next_step(conversation.id, conversation.awaiting), style="dim"), soft_wrap=True)
 
 
 @click.command("approve")
@@ -459,8 +459,8 @@ def resume(
             from rich.text import Text
 
             for item in conversation.awaiting:
-                events.print(Text(describe_waiting(item)))
-            events.print(Text(next_step(conversation.id, conversation.awaiting), style="dim"))
+                events.print(Text(describe_waiting(item)), soft_wrap=True)
+            events.print(Text(next_step(conversation.id, conversation.awaiting), style="dim"), soft_wrap=True)
         else:
             events.print(
                 f"[dim]conversation {conversation.id} (continue with: threadline prompt --cid {conversation.id} …)[/]"
