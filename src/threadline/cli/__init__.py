@@ -27,6 +27,11 @@ COMMANDS: dict[str, str] = {
     "import": "transfer:import_",
     "models": "models:models",
     "serve": "serve:serve",
+    "awaiting": "approvals:awaiting",
+    "approve": "approvals:approve",
+    "deny": "approvals:deny",
+    "submit": "approvals:submit",
+    "resume": "approvals:resume",
 }
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .._numbers import finite_problem
+from ._asking import settle_waiting
 from ._errors import EXIT_USAGE, CommandError, conversation_id, friendly_errors
 from ._params import FiniteFloatRange
 from .loading import check_model, check_tool_choice, load_tool, load_tools, prepare_model, resolve_model
@@ -420,7 +421,26 @@ def chat(
         prepare_model(model, events)
         builder = configure(builder, system, tools, None, mode, reasoning)
         interactive = sys.stdin.isatty()
-        while True:
+        label = "assistant › " if interactive else ""
+        chatting = conversation  # for the closure below (mypy: not None)
+
+        def run_turn() -> None:
+            printer = TurnPrinter(stdout_writer(), events, label=label, thinking=events if show_reasoning else None)
+            try:
+                run_printed_turn(chatting, printer)
+            except AnswerNotSaved as lost:
+                raise not_saved(lost, "threadline chat --cid {id}") from None
+
+        def go_on() -> None:  # after the waiting calls were decided: the turn goes on, nothing new asked
+            wait_for_turn(chatting, events, wait)
+            # The chat's model and tools (a conversation continued with --cid has neither before its first turn).
+            going_on = chatting.continuation.model(model)
+            going_on = going_on.tools(*tools) if tools else going_on
+            going_on.prompt_conversation(**_settings(max_tokens, temperature, options))
+            run_turn()
+
+        # Calls that wait (of a conversation continued with --cid, or of the turn just run) are asked about here.
+        while settle_waiting(conversation, events, go_on):
             try:
                 line = input("you › " if interactive else "")
             except EOFError:
@@ -429,12 +449,7 @@ def chat(
                 break
             wait_for_turn(conversation, events, wait)
             builder.request(line).prompt_conversation(**_settings(max_tokens, temperature, options))
-            label = "assistant › " if interactive else ""
-            printer = TurnPrinter(stdout_writer(), events, label=label, thinking=events if show_reasoning else None)
-            try:
-                run_printed_turn(conversation, printer)
-            except AnswerNotSaved as lost:
-                raise not_saved(lost, "threadline chat --cid {id}") from None
+            run_turn()
             builder = conversation.continuation
         if store is not None and len(conversation.messages):
             events.print(

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConversationBusy, StoreError
-from ..message_types import AssistantMessage, Message, ToolCall, ToolMessage
+from ..message_types import ApprovalMessage, AssistantMessage, Message, ToolCall, ToolMessage
 from ._errors import EXIT_OTHER, CommandError, silence_stdout
 from ._terminal import VisibleStream, visible
 
@@ -84,6 +84,7 @@ class TurnPrinter:
         self._streamed = False
         self._pending: list[ToolCall] = []
         self._results: dict[str, ToolMessage] = {}
+        self._approvals: list[ApprovalMessage] = []
         # The model's text may hold terminal controls (colours, window titles, clipboard writes): shown escaped.
         self._text_stream = VisibleStream()
         self._thinking_stream = VisibleStream()
@@ -162,8 +163,16 @@ class TurnPrinter:
             self._pending = list(message.tool_calls)
             self._results = {}
         elif isinstance(message, ToolMessage):
+            if not any(call.id == message.tool_call_id for call in self._pending):
+                self._show_alone(message)  # a call of an earlier turn, run now (approved) or answered (denied)
+                return
             self._results[message.tool_call_id] = message
             if all(call.id in self._results for call in self._pending):
+                self._flush_tools()
+        elif isinstance(message, ApprovalMessage):
+            # Shown after the boxes of the calls (a call that waits gets no result in this turn).
+            self._approvals.append(message)
+            if not self._pending:
                 self._flush_tools()
 
     @property
@@ -206,14 +215,22 @@ class TurnPrinter:
 
     def _flush_tools(self) -> None:
         self._close_thinking(0)
-        if not self._pending:
-            return
-        from ._render import tool_group
+        from ._render import approval_box, panel, tool_group
 
         for call in self._pending:
             self.events.print(tool_group(call, self._results.get(call.id)))
         self._pending = []
         self._results = {}
+        for entry in self._approvals:
+            self.events.print(panel(approval_box(entry)))
+        self._approvals = []
+
+    def _show_alone(self, message: ToolMessage) -> None:
+        """A result whose call is not on screen in this turn, in a box of its own."""
+        self._flush_tools()
+        from ._render import message_box, panel
+
+        self.events.print(panel(message_box(message)))
 
 
 def _can_dim(console: Console) -> bool:
