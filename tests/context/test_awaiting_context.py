@@ -151,3 +151,22 @@ async def test_a_summary_never_swallows_a_waiting_calls_group() -> None:
     summaries = [m.content for m in sent if isinstance(m, SystemMessage) and "SUMMARY" in m.content]
     assert summaries, "the window dropped messages, so the request carries their summary"
     assert all("c1" not in request.messages[-1].content for request in summarizer.requests)
+
+
+async def test_a_summary_of_a_window_that_dropped_approval_entries_is_made() -> None:
+    summarizer = ScriptedModel([f"Summary {n}." for n in range(10)])
+    model = ScriptedModel([calls(("s1", "pay", {"to": "bob"})), "Paid.", "You're welcome."])
+    settings = ContextSettings(max_messages=2, summarizer=summarizer)
+    chat = Conversation(config=ConversationConfig(model=model, tools=[pay], context=settings))
+    chat.add(UserMessage(content="pay bob"))
+    async for _ in chat:
+        pass
+    chat.approve("s1", by="alice")
+    async for _ in chat.run():
+        pass
+    chat.add(UserMessage(content="thanks"))
+    async for _ in chat:
+        pass
+    notes = [m.content for m in model.requests[-1].messages if isinstance(m, SystemMessage)]
+    assert any(note.startswith("SUMMARY OF EARLIER MESSAGES") for note in notes)
+    check_request(model.requests[-1].messages)

@@ -86,7 +86,7 @@ def test_a_call_that_needs_approval_waits_and_the_others_run(store) -> None:
 
 def test_approve_from_another_process_then_resume_runs_the_call_once(store) -> None:
     bank = Bank()
-    conversation, model = waiting_turn(store, bank, "Done: paid bob.", "Nothing else to do.")
+    conversation, model = waiting_turn(store, bank, "Done: paid bob.")
     config = ConversationConfig(model=model, tools=[bank.pay, bank.lookup])
     elsewhere = Conversation.load(conversation.id, store, config)
 
@@ -110,7 +110,8 @@ def test_approve_from_another_process_then_resume_runs_the_call_once(store) -> N
     # results go to the model in call order, whatever order they were logged in
     assert [m.content for m in sent if isinstance(m, ToolMessage)] == ["paid 5 to bob", "bob is a friend"]
     store.load(conversation.id).validate()
-    assert elsewhere.resume().text == "Nothing else to do."  # nothing waits: a plain turn, no call runs again
+    again = elsewhere.resume()  # nothing to go on from: nothing runs, the model is not asked
+    assert (again.stop_reason, again.new_messages, len(model.requests)) == ("end", [], 2)
     assert bank.paid == [(5.0, "bob")]
 
 
@@ -365,3 +366,39 @@ def test_a_resumed_turn_is_not_forced_to_call_the_tool_again(store) -> None:
     conversation.approve("c1")
     assert conversation.resume().text == "Paid."
     assert model.requests[1].tool_choice is None  # the turn goes on from the decided call: it was forced once
+
+
+def test_an_approved_call_whose_tool_is_missing_is_not_run_as_an_unknown_tool(store) -> None:
+    bank = Bank()
+    conversation, _ = waiting_turn(store, bank, "Paid.")
+    conversation.approve("c1", by="alice")
+    bare = Conversation.load(conversation.id, store, ConversationConfig(model=ScriptedModel(["never"])))
+    before = list(bare.messages)
+    with pytest.raises(UserError, match=r"approved call c1 cannot run: this conversation has no tool 'pay'"):
+        bare.resume()
+    assert list(store.load(conversation.id)) == before
+    assert conversation.resume().text == "Paid."  # with its tools it runs
+    assert bank.paid == [(5.0, "bob")]
+
+
+def test_a_fork_at_a_waiting_call_keeps_its_wait(store) -> None:
+    bank = Bank()
+    conversation, _ = waiting_turn(store, bank)
+    call_message = conversation.messages[1]
+    forked = conversation.fork(at=call_message.id)
+    assert [m.role for m in forked.messages] == ["user", "assistant", "approval", "tool"]
+    assert [w.call.id for w in forked.awaiting] == ["c1"]
+    stored = store.fork_conversation(conversation.id, call_message.id)
+    assert [m.role for m in store.load(stored.id)] == ["user", "assistant", "approval", "tool"]
+
+
+def test_a_page_read_from_the_tail_starts_at_the_call_of_its_approval_entries(store) -> None:
+    from threadline.store.base import whole_tool_groups
+
+    bank = Bank()
+    conversation, _ = waiting_turn(store, bank, "Paid.")
+    conversation.approve("c1", by="alice")
+    conversation.resume()
+    # user, assistant(calls), approval, tool, approval, tool, assistant: the last four start with an approval entry
+    page = whole_tool_groups(store, conversation.id, store.read_tail(conversation.id, 4))
+    assert [m.role for m in page.messages] == ["assistant", "approval", "tool", "approval", "tool", "assistant"]

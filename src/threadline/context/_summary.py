@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._cache_keys import conversation_cache_prefix
-from ..message_types import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ..message_types import ApprovalMessage, AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ..models.base import ModelRequest, ModelResponse, ModelSettings, TextDelta
 
 if TYPE_CHECKING:
@@ -34,8 +34,8 @@ def transcript(messages: Sequence[Message], limit: int = TRANSCRIPT_CHARS) -> st
     lines: list[str] = []
     size = 0
     for message in reversed(messages):
-        if not message.meta.include_in_context:
-            continue
+        if not message.meta.include_in_context or isinstance(message, ApprovalMessage):
+            continue  # an approval entry is the log's record of a wait, never shown to a model
         line = _line(message)
         if size + len(line) > limit and lines:
             lines.append("[… earlier messages omitted]")

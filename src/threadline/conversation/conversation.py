@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Conversation"]
 
+_IN_GROUP = (ToolMessage, ApprovalMessage)
+
 
 class Conversation:
     """A conversation: its log, its config, and optionally a store that keeps every message as it happens.
@@ -135,7 +137,7 @@ class Conversation:
                 raise UserError(f"no message {at!r} in conversation {self.id}")
             cut = index + 1
             # The rest of the tool group: a fork never ends with calls answered by half.
-            while cut < len(items) and type(items[cut]) is ToolMessage:
+            while cut < len(items) and type(items[cut]) in _IN_GROUP:  # the call's results and approval entries
                 cut += 1
         forked = Conversation(MessageList(items[:cut]), config)
         forked.host.mentions.objects.update(self.host.mentions.objects)
@@ -378,9 +380,17 @@ class Conversation:
         ``stop_reason="awaiting"``. `run_sync` under the name of what it is for (``async for message in
         conversation.run()`` in async code).
 
+        When the log ends with a finished answer there is nothing to go on from: nothing runs, and the result is
+        an empty turn that ended (so a second ``resume``, from a double click or another process, asks the model
+        nothing).
+
         Raises:
-            As `run_sync`.
+            As `run_sync`; and `UserError` when an approved call's tool is not among the conversation's tools
+            (nothing is run then).
         """
+        messages = self.messages
+        if messages and type(last := messages[-1]) is AssistantMessage and not last.tool_calls and last.error is None:
+            return TurnResult(stop_reason="end")
         return self.run_sync(on_message, **overrides)
 
     # -- turns ------------------------------------------------------------------------------------------------

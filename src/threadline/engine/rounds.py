@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ..errors import ApprovalRequired
+from ..errors import ApprovalRequired, UserError
 from ..message_list import CallWaits
 from ..message_types import ApprovalMessage, ToolCall, ToolMessage
 from ..tools import ResolvedTools, approved_call, execute_tool_call
@@ -135,7 +135,21 @@ async def settle(
     host: RoundHost, waits: CallWaits, options: TurnOptions, span: TurnSpan | None
 ) -> AsyncIterator[ToolMessage | ApprovalMessage]:
     """What the decisions made since the last turn call for: each denied call's error result (when a crash left
-    it out), then the approved calls run, with the arguments their approval gave."""
+    it out), then the approved calls run, with the arguments their approval gave.
+
+    Raises:
+        UserError: when an approved call's tool is not among the conversation's tools (loaded without them):
+            nothing is run or recorded, so the person's approval is not turned into an "unknown tool" error.
+    """
+    tools = host.resolve_tools().tools if waits.approved else {}
+    missing = sorted({call.name for call, _ in waits.approved if call.name not in tools})
+    if missing:
+        raise UserError(
+            f"the approved call{'s' if len(waits.approved) > 1 else ''} "
+            f"{', '.join(call.id for call, _ in waits.approved if call.name in missing)} cannot run: this "
+            f"conversation has no tool {', '.join(map(repr, missing))} (load it with its tools, e.g. "
+            "Conversation.load(id, store, ConversationConfig(tools=[...])), then resume); nothing was run"
+        )
     for call, decision in waits.denied:
         yield with_meta(
             ToolMessage(
@@ -152,7 +166,6 @@ async def settle(
         call if decision.arguments is None else ToolCall(id=call.id, name=call.name, arguments=decision.arguments)
         for call, decision in waits.approved
     ]
-    tools = host.resolve_tools().tools
     async for message in run_tools(host, calls, tools, options, span, approved=True):
         yield message
 

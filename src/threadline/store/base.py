@@ -29,7 +29,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from .._cache_keys import conversation_cache_prefix
-from ..message_types import ToolMessage
+from ..message_types import ApprovalMessage, ToolMessage
 from ._search import query_words, search_text, words_match
 from .capabilities import ArtifactStore, BrowsableStore, CacheStore, ConversationStore, PageStore
 from .records import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo
@@ -126,18 +126,22 @@ class Store(ConversationStore, BrowsableStore, ArtifactStore, CacheStore, PageSt
         self.close()
 
 
+_IN_GROUP = (ToolMessage, ApprovalMessage)  # what follows a call within its group
+
+
 def whole_tool_groups(store: Store, conversation_id: str, page: MessagePage) -> MessagePage:
-    """``page`` made to start with a whole tool group: while it starts with tool results, the messages before them
-    are read back (by sequence number, a few at a time) to the message that precedes them, their call.
+    """``page`` made to start with a whole tool group: while it starts with tool results or approval entries, the
+    messages before them are read back (by sequence number, a few at a time) to the message that precedes them,
+    their call.
 
     So a page read from the middle of a log (`Store.read_tail`) shows each result with the call it answers.
     """
     messages, seqs, has_older = list(page.messages), list(page.seqs), page.has_older
-    while messages and isinstance(messages[0], ToolMessage) and has_older:
+    while messages and isinstance(messages[0], _IN_GROUP) and has_older:
         more = store.read_tail(conversation_id, 8, before=seqs[0])
         if not more.messages:
             break
-        starts = [i for i, message in enumerate(more.messages) if not isinstance(message, ToolMessage)]
+        starts = [i for i, message in enumerate(more.messages) if not isinstance(message, _IN_GROUP)]
         start = starts[-1] if starts else 0
         messages[:0], seqs[:0] = more.messages[start:], more.seqs[start:]
         has_older = start > 0 or more.has_older
