@@ -75,10 +75,7 @@ def approve(
     if arguments is not None:
         arguments = _checked_arguments(host, found, arguments)
     entry = decision_entry(found.call, "approved", by=by, reason=reason, arguments=arguments, scope=scope)
-    meta = mode_meta(host.config.mode)
-    if meta is not None:
-        entry.meta = meta
-    host.record(entry)
+    _record(host, entry)
     report_decision(host, entry)
     return entry
 
@@ -90,16 +87,10 @@ def deny(
     _check_text(by=by, reason=reason)
     found = waiting_call(host, call_id, "approval", arguments_sha256)
     entry = decision_entry(found.call, "denied", by=by, reason=reason)
-    meta = mode_meta(host.config.mode)
-    if meta is not None:
-        entry.meta = meta
-    host.record(entry)
     result = ToolMessage(
         tool_call_id=found.call.id, tool_name=found.call.name, content=denial_text(by, reason), is_error=True
     )
-    if meta is not None:
-        result.meta = meta
-    host.record(result)
+    _record(host, entry, result)  # a crash between the two: the next turn writes the result (engine.rounds.settle)
     report_decision(host, entry)
     return entry
 
@@ -117,12 +108,18 @@ def submit_result(host: ConversationHost[Any], call_id: str, content: Any, is_er
         except Exception as exc:
             raise UserError(f"the result of {call_id!r} cannot be written as JSON: {exc}") from None
     result = ToolMessage(tool_call_id=found.call.id, tool_name=found.call.name, content=content, is_error=is_error)
-    meta = mode_meta(host.config.mode)
-    if meta is not None:
-        result.meta = meta
-    host.record(result)
+    _record(host, result)
     report_decision(host, result)
     return result
+
+
+def _record(host: ConversationHost[Any], *messages: ApprovalMessage | ToolMessage) -> None:
+    """Record each message on the host's write-through, tagged with the conversation's mode as a turn's are."""
+    meta = mode_meta(host.config.mode)
+    for message in messages:
+        if meta is not None:
+            message.meta = meta
+        host.record(message)
 
 
 def _checked_arguments(host: ConversationHost[Any], found: AwaitingCall, arguments: Any) -> dict[str, Any]:
