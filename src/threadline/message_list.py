@@ -111,7 +111,9 @@ class MessageList:
         Approval entries (`ApprovalMessage`) come after their call and before the next assistant or user message,
         with the hash of the call's arguments: at most one request per call, a decision only after a request for a
         person's decision (or by ``"rule"`` after the tool was approved for the conversation), at most one
-        decision, and no result for a call that waits for a decision until it is decided.
+        decision, and no result for a call that waits for a decision until it is decided. A ``"started"`` entry
+        follows an approval, once; after it, and only then, the call may be requested again (it stopped while it
+        ran), which starts a new wait.
 
         Raises:
             ProtocolError: naming the index of the first offending message and the rule.
@@ -245,12 +247,13 @@ def validate_messages(items: Iterable[Message], *, check_fields: bool = True) ->
 class _Wait:
     """What `validate_messages` knows of one call's approval entries."""
 
-    __slots__ = ("decision", "digest", "kind")
+    __slots__ = ("decision", "digest", "kind", "started")
 
     def __init__(self, kind: str | None, decision: str | None, digest: str) -> None:
         self.kind = kind  # the request's kind (None: approved by rule without a request)
         self.decision = decision
         self.digest = digest  # the call's arguments_sha256, computed once per call
+        self.started = False  # an approved call began to run (a "started" entry)
 
 
 def _check_approval(
@@ -284,9 +287,19 @@ def _check_approval(
     if entry.arguments is not None and entry.state != "approved":
         raise ProtocolError("only an approval may edit the arguments", index=index, rule="approval_arguments")
     if entry.state == "requested":
-        if wait is not None:
+        # Requested again only after an approved call started and stopped without a result (it may have run).
+        if wait is not None and not wait.started:
             raise ProtocolError(f"tool call {call_id!r} is requested twice", index=index, rule="duplicate_request")
         waits[call_id] = _Wait(entry.kind, None, digest)
+        return
+    if entry.state == "started":
+        if wait is None or wait.decision != "approved" or wait.started:
+            raise ProtocolError(
+                f"tool call {call_id!r} starts without an approval it has not started on yet",
+                index=index,
+                rule="misplaced_start",
+            )
+        wait.started = True
         return
     if wait is None:
         if entry.state == "approved" and entry.by == "rule" and call.name in by_rule:
@@ -341,17 +354,20 @@ class CallWaits:
         approved: Approved calls not yet run, each with its decision (whose ``arguments``, when set, replace the
             model's).
         denied: Denied calls whose error result is not yet in the log, each with its decision.
+        started: Approved calls that began to run and have no result (the process stopped meanwhile: they may
+            have run), each with its decision.
     """
 
     dangling: list[ToolCall] = field(default_factory=list)
     waiting: list[AwaitingCall] = field(default_factory=list)
     approved: list[tuple[ToolCall, ApprovalMessage]] = field(default_factory=list)
     denied: list[tuple[ToolCall, ApprovalMessage]] = field(default_factory=list)
+    started: list[tuple[ToolCall, ApprovalMessage]] = field(default_factory=list)
 
     @property
     def unsettled(self) -> bool:
         """Whether any call waits, or was decided and not yet run or answered."""
-        return bool(self.waiting or self.approved or self.denied)
+        return bool(self.waiting or self.approved or self.denied or self.started)
 
 
 def call_waits(messages: Sequence[Message] | MessageList) -> CallWaits:
@@ -384,6 +400,9 @@ def call_waits(messages: Sequence[Message] | MessageList) -> CallWaits:
         last = found[-1]
         if last.state == "approved":
             waits.approved.append((call, last))
+        elif last.state == "started":
+            decision = next(entry for entry in reversed(found) if entry.state == "approved")
+            waits.started.append((call, decision))
         elif last.state == "denied":
             waits.denied.append((call, last))
         else:

@@ -463,10 +463,10 @@ class ToolMessage(_BaseMessage, tag="tool"):
         self.tool_name = _shared(name)
 
 
-ApprovalState: TypeAlias = Literal["requested", "approved", "denied"]
+ApprovalState: TypeAlias = Literal["requested", "approved", "denied", "started"]
 ApprovalKind: TypeAlias = Literal["approval", "external"]
 ApprovalScope: TypeAlias = Literal["call", "conversation"]
-APPROVAL_STATES: tuple[ApprovalState, ...] = ("requested", "approved", "denied")
+APPROVAL_STATES: tuple[ApprovalState, ...] = ("requested", "approved", "denied", "started")
 APPROVAL_KINDS: tuple[ApprovalKind, ...] = ("approval", "external")
 APPROVAL_SCOPES: tuple[ApprovalScope, ...] = ("call", "conversation")
 
@@ -477,12 +477,15 @@ class ApprovalMessage(_BaseMessage, tag="approval"):
     Never sent to a model. A ``"requested"`` entry says the call waits: for a person's decision (``kind="approval"``)
     or for a result from outside (``kind="external"``, ended by the result itself). An ``"approved"`` or
     ``"denied"`` entry is the decision, bound to the call by ``tool_call_id`` and to the arguments the person saw by
-    ``arguments_sha256``. The rules of their order are in `MessageList.validate` and docs/file-format.md#approvals.
+    ``arguments_sha256``. A ``"started"`` entry is written just before an approved call of a tool that is not
+    idempotent runs: if the process stops before its result is logged, the next turn knows it may have run and asks
+    a person again instead of running it twice. The rules of their order are in `MessageList.validate` and
+    docs/file-format.md#approvals.
 
     Attributes:
         tool_call_id: The call this entry is about.
         tool_name: The called tool's name.
-        state: ``"requested"``, ``"approved"`` or ``"denied"``.
+        state: ``"requested"``, ``"approved"``, ``"denied"``, or ``"started"`` (an approved call began to run).
         arguments_sha256: `arguments_sha256` of the call as the model wrote it.
         kind: What the call waits for: ``"approval"`` (a person) or ``"external"`` (a result from outside).
         reason: Why it waits (on a request) or why it was decided so (on a decision).

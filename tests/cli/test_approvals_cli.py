@@ -174,7 +174,8 @@ def test_approve_then_resume_runs_the_tool_once_and_the_log_validates(shop: Shop
     assert "paid 5 to bob" in resumed.stderr  # the result of the call it ran, shown
     log = shop.store.load(cid)
     log.validate()
-    assert [m.role for m in log] == ["user", "assistant", "approval", "approval", "tool", "assistant"]
+    # requested, approved, started (written just before the call ran), its result, the answer
+    assert [m.role for m in log] == ["user", "assistant", "approval", "approval", "approval", "tool", "assistant"]
     decision = log[3]
     assert isinstance(decision, ApprovalMessage) and (decision.state, decision.by) == ("approved", "alice")
 

@@ -35,9 +35,18 @@ argument_values = st.one_of(
 )
 arguments = st.dictionaries(st.sampled_from(["amount", "to", "path", "flags"]), argument_values, max_size=3)
 
-COMPLETE = ["plain", "approved", "denied", "external", "rule"]
-"""What happens to a call in a turn that went on."""
-OPEN = ["waiting", "waiting_external", "approved_unrun", "denied_unanswered", "dangling"]
+COMPLETE = ["plain", "approved", "denied", "external", "rule", "started", "restarted"]
+"""What happens to a call in a turn that went on ("started": approved, started, its result; "restarted": it stopped
+while it ran, was requested again, approved again, started again, and gave its result)."""
+OPEN = [
+    "waiting",
+    "waiting_external",
+    "approved_unrun",
+    "denied_unanswered",
+    "dangling",
+    "started_unrun",
+    "rerequested",
+]
 """What a call may still be doing when the log ends (the turn ended "awaiting", or a crash)."""
 
 
@@ -102,6 +111,20 @@ def events(plan: Plan) -> list[Message]:
         return entries + ([result(call, "from outside")] if scenario == "external" else [])
     if scenario == "rule":
         return [decision(call, "approved", by="rule"), result(call)]
+    if scenario in ("started", "started_unrun", "rerequested", "restarted"):
+        approved = [
+            request(call, reason=plan.reason),
+            decision(call, "approved", by=plan.by),
+            decision(call, "started"),
+        ]
+        if scenario == "started":
+            return [*approved, result(call)]
+        if scenario == "started_unrun":
+            return approved
+        again = [*approved, request(call, reason="it may have run")]
+        if scenario == "rerequested":
+            return again
+        return [*again, decision(call, "approved", by=plan.by), decision(call, "started"), result(call)]
     entries = [request(call, reason=plan.reason)]
     if scenario == "waiting":
         return entries
@@ -247,8 +270,9 @@ def test_what_the_log_says_waits_is_what_was_left_open(built: Built) -> None:
         "waiting": [w.call.id for w in waits.waiting],
         "approved": [call.id for call, _ in waits.approved],
         "denied": [call.id for call, _ in waits.denied],
+        "started": [call.id for call, _ in waits.started],
     }
-    expected: dict[str, list[str]] = {"dangling": [], "waiting": [], "approved": [], "denied": []}
+    expected: dict[str, list[str]] = {"dangling": [], "waiting": [], "approved": [], "denied": [], "started": []}
     for call in open_calls:
         entries = built.targets[call.id]
         last = entries[-1] if entries else None
@@ -439,3 +463,25 @@ def test_a_rule_approval_for_a_tool_never_approved_for_the_conversation_is_refus
     forged = copy_of(forged, arguments_sha256=arguments_sha256(owner.tool_calls[0]))
     built.messages.insert(position(built, answer), forged)
     refused(built.messages, forged, "decision_without_request")
+
+
+@CASES
+@given(logs(target_turn("approved")) | logs(target_turn("denied")) | logs(target_turn("external")))
+def test_a_start_without_an_approval_is_refused(built: Built) -> None:
+    requested = target_entries(built)[0]
+    started = copy_of(requested, state="started", kind="approval", reason=None)
+    built.messages.insert(position(built, requested) + 1, started)  # before any approval of the call
+    refused(built.messages, started, "misplaced_start")
+
+
+@CASES
+@given(logs(target_turn("started")))
+def test_a_second_start_and_a_request_before_any_start_are_refused(built: Built) -> None:
+    requested, approved, started, _answer = target_entries(built)
+    twice = copy_of(started)
+    built.messages.insert(position(built, started) + 1, twice)
+    refused(built.messages, twice, "misplaced_start")
+    built.messages.remove(twice)
+    early = copy_of(requested, reason="again")
+    built.messages.insert(position(built, approved) + 1, early)
+    refused(built.messages, early, "duplicate_request")

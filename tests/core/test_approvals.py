@@ -20,6 +20,7 @@ from threadline import (
     llm,
     tool,
 )
+from threadline.engine.waits import started_entry
 from threadline.message_list import call_waits
 from threadline.messages import arguments_sha256
 from threadline.store import open_store
@@ -96,15 +97,19 @@ def test_approve_from_another_process_then_resume_runs_the_call_once(store) -> N
 
     assert result.stop_reason == "end" and result.text == "Done: paid bob."
     assert bank.paid == [(5.0, "bob")]
-    assert [m.role for m in store.load(conversation.id)] == [
+    log = store.load(conversation.id)
+    assert [m.role for m in log] == [
         "user",
         "assistant",
         "approval",
         "tool",
         "approval",
+        "approval",
         "tool",
         "assistant",
     ]
+    entries = [(m.state, m.by) for m in log if isinstance(m, ApprovalMessage)]
+    assert entries == [("requested", None), ("approved", "alice"), ("started", None)]  # started: just before it ran
     sent = model.requests[-1].messages
     assert not any(isinstance(m, ApprovalMessage) for m in sent)
     # results go to the model in call order, whatever order they were logged in
@@ -315,8 +320,9 @@ def test_approval_for_the_rest_of_the_conversation_is_logged_as_by_rule(store) -
     conversation.resume()
     assert conversation.continuation.request("Now pay carol 7").prompt() == "Paid carol."
     assert bank.paid == [(5.0, "bob"), (7.0, "carol")]
-    rule = [m for m in conversation.messages if isinstance(m, ApprovalMessage)][-1]
+    rule, started = [m for m in conversation.messages if isinstance(m, ApprovalMessage)][-2:]
     assert (rule.tool_call_id, rule.state, rule.by) == ("c3", "approved", "rule")
+    assert (started.tool_call_id, started.state) == ("c3", "started")
     store.load(conversation.id).validate()
 
 
@@ -336,7 +342,7 @@ async def test_resume_in_async_code_runs_the_approved_call(store) -> None:
     assert await conversation.continuation.request("pay").prompt_async() == ""
     conversation.approve("c1", by="alice")
     roles = [message.role async for message in conversation.run()]
-    assert roles == ["tool", "assistant"] and bank.paid == [(5.0, "bob")]
+    assert roles == ["approval", "tool", "assistant"] and bank.paid == [(5.0, "bob")]
 
 
 def test_declaring_approval_wrongly_is_a_clear_error() -> None:
@@ -399,6 +405,62 @@ def test_a_page_read_from_the_tail_starts_at_the_call_of_its_approval_entries(st
     conversation, _ = waiting_turn(store, bank, "Paid.")
     conversation.approve("c1", by="alice")
     conversation.resume()
-    # user, assistant(calls), approval, tool, approval, tool, assistant: the last four start with an approval entry
+    # user, assistant(calls), approval, tool, approval, approval, tool, assistant: the last four start with an
+    # approval entry
     page = whole_tool_groups(store, conversation.id, store.read_tail(conversation.id, 4))
-    assert [m.role for m in page.messages] == ["assistant", "approval", "tool", "approval", "tool", "assistant"]
+    assert [m.role for m in page.messages] == [
+        "assistant",
+        "approval",
+        "tool",
+        "approval",
+        "approval",
+        "tool",
+        "assistant",
+    ]
+
+
+def stopped_while_running(store, bank: Bank, *, idempotent: bool) -> tuple[Conversation, ScriptedModel]:
+    """A conversation whose approved call began to run and whose process stopped before the result was logged: the
+    log as a kill -9 inside the tool leaves it (the crash itself is tests/store/test_approval_crashes.py's)."""
+    paid: list[float] = []
+
+    @tool(approval=True, idempotent=idempotent)
+    def pay(amount: float, to: str) -> str:
+        """Pay someone."""
+        paid.append(amount)
+        bank.paid.append((amount, to))
+        return "paid"
+
+    model = ScriptedModel([calls(("c1", "pay", {"amount": 5, "to": "bob"})), "Paid."])
+    conversation = Conversation(config=ConversationConfig(model=model, tools=[pay]), store=store)
+    conversation.continuation.request("pay").prompt()
+    conversation.approve("c1", by="alice")
+    conversation.record(started_entry(ToolCall(id="c1", name="pay", arguments={"amount": 5, "to": "bob"})))
+    return Conversation.load(conversation.id, store, conversation.config), model
+
+
+def test_an_approved_call_that_stopped_while_running_waits_for_a_person_again(store) -> None:
+    bank = Bank()
+    conversation, model = stopped_while_running(store, bank, idempotent=False)
+    result = conversation.resume()
+    assert result.stop_reason == "awaiting" and bank.paid == [] and len(model.requests) == 1
+    [waiting] = conversation.awaiting
+    assert waiting.call.id == "c1" and "may have run" in (waiting.reason or "")
+    with pytest.raises(AwaitingDecision):
+        conversation.continuation.request("hello?").prompt()
+    conversation.approve("c1", by="alice", reason="it did not go through")  # a person decides: run it again
+    assert conversation.resume().text == "Paid."
+    assert bank.paid == [(5.0, "bob")]
+    states = [m.state for m in conversation.messages if isinstance(m, ApprovalMessage)]
+    assert states == ["requested", "approved", "started", "requested", "approved", "started"]
+    store.load(conversation.id).validate()
+
+
+def test_an_idempotent_tool_stopped_while_running_runs_again_without_asking(store) -> None:
+    bank = Bank()
+    conversation, _ = stopped_while_running(store, bank, idempotent=True)
+    assert conversation.resume().text == "Paid."
+    assert bank.paid == [(5.0, "bob")]
+    states = [m.state for m in conversation.messages if isinstance(m, ApprovalMessage)]
+    assert states == ["requested", "approved", "started"]  # no second start: it runs again as it is
+    store.load(conversation.id).validate()

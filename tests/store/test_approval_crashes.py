@@ -79,7 +79,7 @@ def payments(ledger: Path) -> list[str]:
 
 
 def decisions(store: Store, conversation_id: str) -> list[ApprovalMessage]:
-    return [m for m in store.load(conversation_id) if type(m) is ApprovalMessage and m.state != "requested"]
+    return [m for m in store.load(conversation_id) if type(m) is ApprovalMessage and m.state in ("approved", "denied")]
 
 
 def results(store: Store, conversation_id: str, call_id: str = "c1") -> list[ToolMessage]:
@@ -118,7 +118,7 @@ def test_killed_between_the_decision_and_the_resumed_call(
     assert [(d.state, d.by) for d in decisions(store, waiting)] == [("approved", "alice")]
 
 
-def test_killed_inside_the_approved_call_the_call_runs_again_on_resume(
+def test_killed_inside_the_approved_call_the_call_waits_for_a_person_again(
     store: Store, store_url: str, waiting: str, ledger: Path
 ) -> None:
     child = spawn("run", store_url, waiting, ledger)
@@ -127,12 +127,18 @@ def test_killed_inside_the_approved_call_the_call_runs_again_on_resume(
     store.load(waiting).validate()
     assert payments(ledger) == ["paid 5.0 to bob"]
     assert results(store, waiting) == []
-    # The approval is in the log and the call has no result: nothing tells a call that started from one that did
-    # not, so the next resume runs it again (exactly once holds only for crashes outside the tool).
-    resumed(store, waiting, ledger)
-    assert payments(ledger) == ["paid 5.0 to bob", "paid 5.0 to bob"]
-    assert [r.content for r in results(store, waiting)] == ["paid 5.0 to bob"]
-    assert len(decisions(store, waiting)) == 1
+    # The "started" entry written before pay ran tells the next turn it may have run: it is not run a second time
+    # behind anyone's back, it waits for a person again.
+    conversation = Conversation.load(waiting, store, config(ledger, ["Paid."]))
+    assert conversation.resume().stop_reason == "awaiting"
+    assert payments(ledger) == ["paid 5.0 to bob"]
+    [again] = conversation.awaiting
+    assert again.call.id == "c1" and "may have run" in (again.reason or "")
+    conversation.deny("c1", by="alice", reason="it went through the first time")
+    assert conversation.resume().stop_reason == "end"
+    assert payments(ledger) == ["paid 5.0 to bob"]
+    assert [r.content for r in results(store, waiting)] == ["denied by alice: it went through the first time"]
+    store.load(waiting).validate()
 
 
 @pytest.mark.parametrize(("first", "second"), [("approve!", "approve!"), ("approve!", "deny!")])

@@ -115,11 +115,12 @@ def test_a_fork_keeps_the_entries_of_the_tool_group_it_cuts(
 def test_a_fork_at_calls_that_waited_keeps_their_decision_and_results(any_store: Store) -> None:
     conversation = decided_conversation(any_store)
     messages = list(any_store.load(conversation.id))
-    assert [m.role for m in messages] == ["user", "assistant", "approval", "tool", "approval", "tool", "assistant"]
-    for at in (1, 2, 3, 4):  # the calls, the request, lookup's result, the approval
+    group = ["user", "assistant", "approval", "tool", "approval", "approval", "tool"]  # ..., approved, started, ...
+    assert [m.role for m in messages] == [*group, "assistant"]
+    for at in (1, 2, 3, 4, 5):  # the calls, the request, lookup's result, the approval, the start
         fork = any_store.fork_conversation(conversation.id, messages[at].id)
         forked = any_store.load(fork.id)
-        assert [m.role for m in forked] == ["user", "assistant", "approval", "tool", "approval", "tool"]
+        assert [m.role for m in forked] == group
         forked.validate()
 
 

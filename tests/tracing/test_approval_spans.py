@@ -204,7 +204,16 @@ def test_approval_by_rule_is_an_event_of_the_turn_that_runs_the_call(spans: Span
                 "threadline.approval.state": "approved",
                 "threadline.approval.by": "rule",
             },
-        )
+        ),
+        (  # written just before the call runs: a crash inside it would make it wait for a person again
+            "threadline.approval.started",
+            {
+                "gen_ai.tool.call.id": "c2",
+                "gen_ai.tool.name": "pay",
+                "threadline.approval.kind": "approval",
+                "threadline.approval.state": "started",
+            },
+        ),
     ]
     assert paid == [50, 60]
 

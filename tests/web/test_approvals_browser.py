@@ -78,7 +78,8 @@ def test_approve_runs_the_call_once_and_the_answer_streams_in(sqlite_store, serv
     assert ran == [(5.0, ARGUMENTS["to"])]
     log = sqlite_store.load(conv.id)
     log.validate()
-    assert [m.role for m in log] == ["user", "assistant", "approval", "approval", "tool", "assistant"]
+    # requested, approved, started (written just before the call ran), its result, the answer
+    assert [m.role for m in log] == ["user", "assistant", "approval", "approval", "approval", "tool", "assistant"]
     assert log[3].by == "viewer" and log[3].reason == "invoice 42"
 
     # After a reload the group reads the same, and no approval entry is shown as a message of its own.

@@ -127,13 +127,15 @@ def render_message(
     return panel(message_box(message, results, show_reasoning=show_reasoning))
 
 
-_APPROVAL_STYLES = {"requested": "yellow", "approved": "green", "denied": "red"}
+_APPROVAL_STYLES = {"requested": "yellow", "approved": "green", "denied": "red", "started": "green"}
 
 
 def approval_box(entry: ApprovalMessage) -> Box:
     """An approval entry: the call it is about, its state, who decided and why."""
     if entry.state == "requested":
         what = "waits for a result" if entry.kind == "external" else "waits for approval"
+    elif entry.state == "started":
+        what = "began to run (approved)"
     else:
         what = f"{entry.state} by {entry.by or 'someone'}"
         if entry.scope == "conversation":

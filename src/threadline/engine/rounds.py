@@ -13,7 +13,7 @@ from ..message_types import ApprovalMessage, ToolCall, ToolMessage
 from ..tools import ResolvedTools, approved_call, execute_tool_call
 from ._tool_scope import ToolRound
 from .plan import TurnOptions
-from .waits import RoundGates, denial_text, request_entry
+from .waits import STOPPED_REASON, RoundGates, denial_text, request_entry, started_entry
 
 if TYPE_CHECKING:
     from ..tracing.hooks import TurnSpan
@@ -69,6 +69,8 @@ async def run_tools(
                 yield with_meta(gate.request, options)
             elif gate.rule is not None:
                 yield with_meta(gate.rule, options)
+                if gate.started is not None:
+                    yield with_meta(gate.started, options)  # recorded before the call runs
                 runnable.append(call)
         calls = runnable
         if not calls:
@@ -135,36 +137,43 @@ async def settle(
     host: RoundHost, waits: CallWaits, options: TurnOptions, span: TurnSpan | None
 ) -> AsyncIterator[ToolMessage | ApprovalMessage]:
     """What the decisions made since the last turn call for: each denied call's error result (when a crash left
-    it out), then the approved calls run, with the arguments their approval gave.
+    it out), then the approved calls run, with the arguments their approval gave. An approved call of a tool that
+    is not idempotent gets a ``"started"`` entry just before it runs; one that has such an entry and no result (its
+    process stopped while it ran) is requested again, for a person to decide whether it runs a second time (an
+    idempotent tool's runs again).
 
     Raises:
         UserError: when an approved call's tool is not among the conversation's tools (loaded without them):
             nothing is run or recorded, so the person's approval is not turned into an "unknown tool" error.
     """
-    tools = host.resolve_tools().tools if waits.approved else {}
-    missing = sorted({call.name for call, _ in waits.approved if call.name not in tools})
+    decided = waits.approved + waits.started
+    tools = host.resolve_tools().tools if decided else {}
+    missing = sorted({call.name for call, _ in decided if call.name not in tools})
     if missing:
         raise UserError(
-            f"the approved call{'s' if len(waits.approved) > 1 else ''} "
-            f"{', '.join(call.id for call, _ in waits.approved if call.name in missing)} cannot run: this "
+            f"the approved call{'s' if len(decided) > 1 else ''} "
+            f"{', '.join(call.id for call, _ in decided if call.name in missing)} cannot run: this "
             f"conversation has no tool {', '.join(map(repr, missing))} (load it with its tools, e.g. "
             "Conversation.load(id, store, ConversationConfig(tools=[...])), then resume); nothing was run"
         )
     for call, decision in waits.denied:
-        yield with_meta(
-            ToolMessage(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                content=denial_text(decision.by, decision.reason),
-                is_error=True,
-            ),
-            options,
-        )
-    if not waits.approved:
+        text = denial_text(decision.by, decision.reason)
+        denied = ToolMessage(tool_call_id=call.id, tool_name=call.name, content=text, is_error=True)
+        yield with_meta(denied, options)
+    runs = list(waits.approved)
+    for call, decision in waits.started:
+        if tools[call.name].idempotent:
+            runs.append((call, decision))
+        else:
+            yield with_meta(request_entry(call, "approval", STOPPED_REASON), options)
+    if not runs:
         return
+    for call, _ in waits.approved:
+        if not tools[call.name].idempotent:
+            yield with_meta(started_entry(call), options)  # recorded before the call runs
     calls = [
         call if decision.arguments is None else ToolCall(id=call.id, name=call.name, arguments=decision.arguments)
-        for call, decision in waits.approved
+        for call, decision in runs
     ]
     async for message in run_tools(host, calls, tools, options, span, approved=True):
         yield message

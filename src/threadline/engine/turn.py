@@ -192,12 +192,14 @@ async def run_turn(
         for repaired in repair_pending(host, meta, waits.dangling):
             new_messages.append(repaired)
             yield repaired
-        if waits.approved or waits.denied:
+        awaiting = bool(waits.waiting)
+        if waits.approved or waits.denied or waits.started:
             async for settled in settle(host, waits, options, span):
                 record(settled)
                 new_messages.append(settled)
+                if type(settled) is ApprovalMessage and settled.state == "requested":
+                    awaiting = True  # a call that stopped while it ran waits for a person again
                 yield settled
-        awaiting = bool(waits.waiting)
         if awaiting:
             result.stop_reason = "awaiting"
 

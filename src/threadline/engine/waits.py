@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DENIED",
     "EXTERNAL_REASON",
+    "STOPPED_REASON",
     "ApprovalPolicy",
     "Gate",
     "RoundGates",
@@ -34,6 +35,7 @@ __all__ = [
     "denial_text",
     "request_entry",
     "round_gates",
+    "started_entry",
 ]
 
 ApprovalPolicy: TypeAlias = "bool | Callable[[ToolCall], bool | str | None] | None"
@@ -42,6 +44,10 @@ person), False or None (none does), or a function of the `ToolCall` that answers
 non-empty string: the call waits, and the person reads why)."""
 
 EXTERNAL_REASON = "waits for a result from outside this process (an external tool)"
+STOPPED_REASON = (
+    "it was approved and began to run, but its process stopped before its result was logged: it may have run; "
+    "decide again"
+)
 DENIED = "denied by {by}: {reason}"
 
 
@@ -63,13 +69,20 @@ def denial_text(by: str | None, reason: str | None) -> str:
 
 class Gate:
     """What a call must do before it runs: wait (``request`` is the entry to record) or run after an approval by
-    rule (``request`` is None, ``rule`` is the entry to record first)."""
+    rule (``request`` is None; ``rule``, then ``started`` unless the tool is idempotent, are the entries to record
+    first)."""
 
-    __slots__ = ("request", "rule")
+    __slots__ = ("request", "rule", "started")
 
-    def __init__(self, request: ApprovalMessage | None = None, rule: ApprovalMessage | None = None) -> None:
+    def __init__(
+        self,
+        request: ApprovalMessage | None = None,
+        rule: ApprovalMessage | None = None,
+        started: ApprovalMessage | None = None,
+    ) -> None:
         self.request = request
         self.rule = rule
+        self.started = started
 
 
 class RoundGates:
@@ -97,7 +110,8 @@ class RoundGates:
         if self._rules is None:
             self._rules = approved_by_rule(self._messages)
         if call.name in self._rules:
-            return Gate(rule=decision_entry(call, "approved", by="rule", reason="approved for this conversation"))
+            rule = decision_entry(call, "approved", by="rule", reason="approved for this conversation")
+            return Gate(rule=rule, started=None if tool.idempotent else started_entry(call))
         return Gate(request=request_entry(call, "approval", reason))
 
 
@@ -121,6 +135,14 @@ def request_entry(call: ToolCall, kind: ApprovalKind, reason: str | None) -> App
         kind=kind,
         reason=reason,
         arguments_sha256=arguments_sha256(call),
+    )
+
+
+def started_entry(call: ToolCall) -> ApprovalMessage:
+    """The ``"started"`` entry written just before an approved call of a tool that is not idempotent runs: should the
+    process stop before the result is logged, the next turn asks a person again rather than run it twice."""
+    return ApprovalMessage(
+        tool_call_id=call.id, tool_name=call.name, state="started", arguments_sha256=arguments_sha256(call)
     )
 
 

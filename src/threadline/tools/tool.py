@@ -29,6 +29,8 @@ class Tool:
         approval: Whether its calls wait for a person's decision: True, False, a function of the arguments that
             answers True, False or a reason, or None (the turn's policy decides: ``.approval(policy)``).
         external: Its result comes from outside the process (``submit_result``): its calls wait, no body runs.
+        idempotent: Running a call twice does no harm: an approved call that stopped while it ran (its process
+            died) runs again when the conversation goes on, instead of waiting for a person to decide again.
     """
 
     __slots__ = (
@@ -39,6 +41,7 @@ class Tool:
         "description",
         "external",
         "handler",
+        "idempotent",
         "is_async",
         "name",
         "parameters",
@@ -55,6 +58,7 @@ class Tool:
         parameters: Mapping[str, Any] | None = None,
         approval: bool | Callable[[dict[str, Any]], bool | str | None] | None = None,
         external: bool = False,
+        idempotent: bool = False,
     ) -> None:
         if not callable(handler):
             raise UserError(f"a tool needs a callable, got {type(handler).__name__}")
@@ -63,6 +67,7 @@ class Tool:
         if not isinstance(self.name, str) or not self.name:
             raise UserError("a tool needs a non-empty name")
         self.approval, self.external = _waits(self.name, approval, external)
+        self.idempotent = _flag(self.name, "idempotent", idempotent)
         signature = signature_of(handler, self.name)
         self.description: str = description if description is not None else signature.summary
         self.handler = handler
@@ -85,6 +90,7 @@ class Tool:
         timeout: float | None = None,
         approval: bool | Callable[[dict[str, Any]], bool | str | None] | None = None,
         external: bool = False,
+        idempotent: bool = False,
     ) -> Tool:
         """A tool described by a JSON schema instead of its handler's signature (e.g. a tool of an MCP server).
 
@@ -99,6 +105,7 @@ class Tool:
             timeout: Seconds before a running call is cut off (None: the conversation's).
             approval: As for `Tool`.
             external: As for `Tool`.
+            idempotent: As for `Tool`.
 
         Raises:
             UserError: for a handler that is not callable, an empty name or a schema that is not an object.
@@ -111,6 +118,7 @@ class Tool:
             raise UserError(f"tool {name!r}: its parameters must be a JSON schema object")
         made = cls.__new__(cls)
         made.approval, made.external = _waits(name, approval, external)
+        made.idempotent = _flag(name, "idempotent", idempotent)
         made.name = name
         made.description = description
         made.handler = handler
@@ -168,12 +176,17 @@ class Tool:
         return f"Tool({self.name!r})"
 
 
+def _flag(name: str, what: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise UserError(f"tool {name!r}: {what} must be True or False, got {type(value).__name__}")
+    return value
+
+
 def _waits(name: str, approval: Any, external: Any) -> tuple[Any, bool]:
     """A tool's ``approval`` and ``external``, checked."""
     if not (approval is None or isinstance(approval, bool) or callable(approval)):
         raise UserError(f"tool {name!r}: approval must be True, False or a function, got {type(approval).__name__}")
-    if not isinstance(external, bool):
-        raise UserError(f"tool {name!r}: external must be True or False, got {type(external).__name__}")
+    _flag(name, "external", external)
     if external and approval:
         raise UserError(f"tool {name!r}: an external tool waits for its result already; it takes no approval")
     return approval, external
@@ -189,6 +202,7 @@ def tool(
     timeout: float | None = None,
     approval: bool | Callable[[dict[str, Any]], bool | str | None] | None = None,
     external: bool = False,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -199,6 +213,7 @@ def tool(
     timeout: float | None = None,
     approval: bool | Callable[[dict[str, Any]], bool | str | None] | None = None,
     external: bool = False,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a function a `Tool`, optionally overriding its name, description and timeout.
 
@@ -208,12 +223,22 @@ def tool(
     ``approval=fn`` decides from the arguments (``fn(arguments)`` answers True, False or a reason).
     ``external=True`` declares a tool whose result comes from outside the process (a browser, a long job): its
     calls wait until `Conversation.submit_result` gives it; the function only describes its arguments.
+    ``idempotent=True`` says a call may run twice without harm: an approved call whose process stopped while it ran
+    runs again, instead of asking a person again.
     """
+    options: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "timeout": timeout,
+        "approval": approval,
+        "external": external,
+        "idempotent": idempotent,
+    }
     if fn is not None:
-        return Tool(fn, name=name, description=description, timeout=timeout, approval=approval, external=external)
+        return Tool(fn, **options)
 
     def decorate(function: Callable[..., Any]) -> Tool:
-        return Tool(function, name=name, description=description, timeout=timeout, approval=approval, external=external)
+        return Tool(function, **options)
 
     return decorate
 

@@ -120,6 +120,7 @@ class ToolView:
         sha256: The hash of its arguments a decision binds to (`arguments_sha256`).
         decision: How the wait ended (approved or denied), if it was decided.
         entry_ids: The ids of the approval entries folded into this group.
+        started: The approved call began to run (a ``"started"`` entry) and has no result yet.
     """
 
     call_id: str
@@ -140,6 +141,7 @@ class ToolView:
     sha256: str | None = None
     decision: DecisionView | None = None
     entry_ids: list[str] = field(default_factory=list)
+    started: bool = False
 
     @property
     def awaiting(self) -> bool:
@@ -150,7 +152,11 @@ class ToolView:
         """Fold an approval entry of this call into the group: a request makes it wait, a decision ends the wait."""
         self.entry_ids.append(entry.id)
         if entry.state == "requested":
+            # A new wait (a call asked again after it stopped while it ran ends the decision before it).
             self.wait, self.wait_reason, self.sha256 = entry.kind, entry.reason, entry.arguments_sha256
+            self.decision, self.started = None, False
+        elif entry.state == "started":
+            self.started = True  # the approved call began to run: "running…" until its result comes
         else:
             edited = json.dumps(entry.arguments, ensure_ascii=False, indent=2) if entry.arguments is not None else None
             self.decision = DecisionView(entry.state, entry.by, entry.created_at, entry.reason, entry.scope, edited)
@@ -337,6 +343,8 @@ def tool_view(call: ToolCall | None, result: ToolMessage | None, limit: int | No
 
 def _wait_state(view: ToolView) -> str:
     """The state of a call without a result: waiting, approved (to run), denied, or running (``"pending"``)."""
+    if view.started:
+        return "pending"
     if view.decision is not None:
         return view.decision.state
     return "awaiting" if view.wait is not None else "pending"
@@ -439,6 +447,8 @@ def approval_line(entry: ApprovalMessage) -> str:
     if entry.state == "requested":
         what = "a result from outside" if entry.kind == "external" else "approval"
         text = f"{entry.tool_name} waits for {what}"
+    elif entry.state == "started":
+        text = f"{entry.tool_name} began to run"
     else:
         text = f"{entry.tool_name} {entry.state}" + (f" by {entry.by}" if entry.by else "")
         if entry.scope == "conversation":
