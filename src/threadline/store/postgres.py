@@ -199,6 +199,34 @@ class PostgresStore(PostgresSideTables, Store):
         payloads = [encode_message(message) for message in items]
         texts = [search_text(message) for message in items]
         p = self._db.prefix
+        count = len(items)
+        model, failures = conversation_figures(items)
+        args = {
+            "n": count,
+            "cid": conversation_id,
+            "ids": ids,
+            "data": payloads,
+            "texts": texts,
+            "model": model,
+            "failures": failures,
+            "expected": expected_count,
+        }
+        unique_violation = self._db.driver.errors.UniqueViolation
+
+        def first_try(cursor: psycopg.Cursor[Any]) -> bool:
+            try:
+                cursor.execute(_append_sql(p, skip_stored=False), args)
+            except unique_violation:
+                return False  # an id is stored already: the statement (its own transaction) wrote nothing
+            row = cursor.fetchone()
+            return row is not None and row[0] is not None  # else the update matched no row, and nothing was written
+
+        # The usual append, every message new and the count as expected, is one statement and one round trip; the
+        # others are done again below, where the checks are. Idempotent: a repeat finds its ids stored, and goes
+        # below.
+        done: bool = bool(items) and self._db.run(first_try, idempotent=True, single=True)
+        if done:
+            return
 
         def write(cursor: psycopg.Cursor[Any]) -> None:
             if not items:
@@ -206,32 +234,7 @@ class PostgresStore(PostgresSideTables, Store):
                 if cursor.fetchone() is None:
                     raise missing_conversation(conversation_id, self.url)
                 return
-            count = len(items)
-            model, failures = conversation_figures(items)
-            cursor.execute(
-                f"WITH c AS (UPDATE {p}conversations SET next_seq = next_seq + %(n)s, "
-                "message_count = message_count + %(n)s, updated_at = now(), "
-                "last_model = coalesce(%(model)s, last_model), failures = failures + %(failures)s "
-                "WHERE id = %(cid)s "
-                "AND (%(expected)s::bigint IS NULL OR message_count = %(expected)s::bigint) "
-                "RETURNING next_seq - %(n)s AS base), "
-                f"ins AS (INSERT INTO {p}messages (conversation_id, seq, id, data, search) "
-                "SELECT %(cid)s, c.base + u.ord - 1, u.id, u.data, to_tsvector('simple', u.body) FROM c, "
-                "unnest(%(ids)s::text[], %(data)s::bytea[], %(texts)s::text[]) "
-                "WITH ORDINALITY AS u(id, data, body, ord) "
-                "ON CONFLICT (conversation_id, id) DO NOTHING RETURNING 1) "
-                "SELECT (SELECT base FROM c), (SELECT count(*) FROM ins)",
-                {
-                    "n": count,
-                    "cid": conversation_id,
-                    "ids": ids,
-                    "data": payloads,
-                    "texts": texts,
-                    "model": model,
-                    "failures": failures,
-                    "expected": expected_count,
-                },
-            )
+            cursor.execute(_append_sql(p, skip_stored=True), args)
             row = cursor.fetchone()
             if row is None or row[0] is None:
                 cursor.execute(f"SELECT message_count FROM {p}conversations WHERE id = %s", (conversation_id,))
@@ -534,3 +537,25 @@ class PostgresStore(PostgresSideTables, Store):
 
     def __repr__(self) -> str:
         return f"<PostgresStore {self.url}>"
+
+
+def _append_sql(prefix: str, *, skip_stored: bool) -> str:
+    """The statement of an append (see the module's docstring): it takes the next ``seq`` values and inserts the
+    messages, and answers the first ``seq`` (NULL when the update matched no row) and how many were inserted. With
+    ``skip_stored``, messages whose id is stored already are skipped; without, one of them fails the statement."""
+    p = prefix
+    on_conflict = "ON CONFLICT (conversation_id, id) DO NOTHING " if skip_stored else ""
+    return (
+        f"WITH c AS (UPDATE {p}conversations SET next_seq = next_seq + %(n)s, "
+        "message_count = message_count + %(n)s, updated_at = now(), "
+        "last_model = coalesce(%(model)s, last_model), failures = failures + %(failures)s "
+        "WHERE id = %(cid)s "
+        "AND (%(expected)s::bigint IS NULL OR message_count = %(expected)s::bigint) "
+        "RETURNING next_seq - %(n)s AS base), "
+        f"ins AS (INSERT INTO {p}messages (conversation_id, seq, id, data, search) "
+        "SELECT %(cid)s, c.base + u.ord - 1, u.id, u.data, to_tsvector('simple', u.body) FROM c, "
+        "unnest(%(ids)s::text[], %(data)s::bytea[], %(texts)s::text[]) "
+        "WITH ORDINALITY AS u(id, data, body, ord) "
+        f"{on_conflict}RETURNING 1) "
+        "SELECT (SELECT base FROM c), (SELECT count(*) FROM ins)"
+    )
