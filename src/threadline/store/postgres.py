@@ -19,6 +19,11 @@ never sees a later message without the earlier ones, so every reader sees one or
 ``(conversation_id, id)`` constraint with ``ON CONFLICT DO NOTHING`` makes appends idempotent, including a retry racing
 its own first attempt. Timestamps come from the database server's clock, so hosts with skewed clocks still agree.
 
+The usual append (every message new, the count as expected) is that statement without ``ON CONFLICT``, sent as a
+transaction by itself (the connection in autocommit): one round trip instead of three (``BEGIN``, the statement,
+``COMMIT``). A stored id fails it (a unique violation: it wrote nothing), and an update that matched no row leaves it
+nothing to insert; either way the append is then made as above, in a transaction with its checks.
+
 Writer leases (`try_lease`) are session advisory locks, keyed by a hash of the schema and the conversation id, held
 on one connection kept for them (beside the pool, so a long turn never takes a pooled connection away). The server
 drops them when that connection ends: at once when the holding process dies on a live host, and within about half a
@@ -215,7 +220,10 @@ class PostgresStore(PostgresSideTables, Store):
 
         def first_try(cursor: psycopg.Cursor[Any]) -> bool:
             try:
-                cursor.execute(_append_sql(p, skip_stored=False), args)
+                if count == 1:  # the turn engine's append: plain parameters are cheaper to send than arrays
+                    cursor.execute(_append_one_sql(p), {**args, "id": ids[0], "datum": payloads[0], "text": texts[0]})
+                else:
+                    cursor.execute(_append_sql(p, skip_stored=False), args)
             except unique_violation:
                 return False  # an id is stored already: the statement (its own transaction) wrote nothing
             row = cursor.fetchone()
@@ -537,6 +545,20 @@ class PostgresStore(PostgresSideTables, Store):
 
     def __repr__(self) -> str:
         return f"<PostgresStore {self.url}>"
+
+
+def _append_one_sql(prefix: str) -> str:
+    """`_append_sql` for one message, without ``skip_stored``, in plain parameters (``id``, ``datum``, ``text``)
+    instead of arrays. It answers the message's ``seq``, or no row when the update matched no row."""
+    p = prefix
+    return (
+        f"WITH c AS (UPDATE {p}conversations SET next_seq = next_seq + 1, message_count = message_count + 1, "
+        "updated_at = now(), last_model = coalesce(%(model)s, last_model), failures = failures + %(failures)s "
+        "WHERE id = %(cid)s AND (%(expected)s::bigint IS NULL OR message_count = %(expected)s::bigint) "
+        "RETURNING next_seq - 1 AS base) "
+        f"INSERT INTO {p}messages (conversation_id, seq, id, data, search) "
+        "SELECT %(cid)s, c.base, %(id)s, %(datum)s, to_tsvector('simple', %(text)s::text) FROM c RETURNING seq"
+    )
 
 
 def _append_sql(prefix: str, *, skip_stored: bool) -> str:
