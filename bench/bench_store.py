@@ -8,7 +8,10 @@ measured in the same run.
   what the store does plus its ordering and idempotency;
 - durable appends, one message per transaction (how the turn engine writes): SQLite from one writer — target
   ≥ 2,000 msg/s; PostgreSQL from 4 concurrent writer *processes*, each appending to its own conversation and, in a
-  second run, all four to one shared conversation — target ≥ 1,000 msg/s;
+  second run, all four to one shared conversation — target ≥ 1,000 msg/s; the first against a floor of raw psycopg
+  from 4 processes (one connection each, autocommit off, one single-row ``INSERT`` of the same message, encoded
+  before the clock starts, and a commit per message, into a scratch table keyed like the messages table), the two
+  run in turns, three rounds, medians — target ≥ 0.7×;
 - load of a 10,000-message conversation (ms), and listing 10,000 conversations (ms), on both backends;
 - ``threadline logs show ID --all`` of a 100,000-message SQLite conversation, output to a file (s), against a floor
   run the same way: a script that loads the log (``store.load``) and prints each message's text, no boxes.
@@ -133,7 +136,7 @@ def bench_sqlite_appends(folder: Path, messages: list[Message], count: int = 300
 
 def _raw_pg_writer(url: str, conversation_id: str, count: int, start_at: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     """The floor of `_pg_writer`: one psycopg connection (autocommit off), one single-row INSERT of the same
-    encoded message per transaction, then commit."""
+    message (encoded before the clock starts) per transaction, then commit."""
     import psycopg
 
     rows = [
