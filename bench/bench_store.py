@@ -8,7 +8,10 @@ measured in the same run.
   what the store does plus its ordering and idempotency;
 - durable appends, one message per transaction (how the turn engine writes): SQLite from one writer — target
   ≥ 2,000 msg/s; PostgreSQL from 4 concurrent writer *processes*, each appending to its own conversation and, in a
-  second run, all four to one shared conversation — target ≥ 1,000 msg/s;
+  second run, all four to one shared conversation — target ≥ 1,000 msg/s; the first against a floor of raw psycopg
+  from 4 processes (one connection each, autocommit off, one single-row ``INSERT`` of the same message, encoded
+  before the clock starts, and a commit per message, into a scratch table keyed like the messages table), the two
+  run in turns, three rounds, medians — target ≥ 0.7×;
 - load of a 10,000-message conversation (ms), and listing 10,000 conversations (ms), on both backends;
 - ``threadline logs show ID --all`` of a 100,000-message SQLite conversation, output to a file (s), against a floor
   run the same way: a script that loads the log (``store.load``) and prints each message's text, no boxes.
@@ -28,6 +31,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -39,6 +43,8 @@ from threadline.store import ConversationInfo, ImportItem, open_store
 POSTGRES = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 N = 10_000
 LOG_SHOWN = 100_000
+RAW_TABLE = "raw_messages"
+ROUNDS = 3
 FLOOR_SCRIPT = """
 import sys
 from threadline.store import open_store
@@ -128,6 +134,26 @@ def bench_sqlite_appends(folder: Path, messages: list[Message], count: int = 300
     return count / elapsed
 
 
+def _raw_pg_writer(url: str, conversation_id: str, count: int, start_at: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    """The floor of `_pg_writer`: one psycopg connection (autocommit off), one single-row INSERT of the same
+    message (encoded before the clock starts) per transaction, then commit."""
+    import psycopg
+
+    rows = [
+        (conversation_id, seq, message.id, encode_message(message)) for seq, message in enumerate(make_messages(count))
+    ]
+    with psycopg.connect(url) as conn:
+        conn.execute("SELECT 1")  # connect before the clock starts
+        conn.commit()
+        while time.time() < start_at:
+            time.sleep(0.001)
+        begin = time.perf_counter()
+        for row in rows:
+            conn.execute(f"INSERT INTO {RAW_TABLE} (conversation_id, seq, id, data) VALUES (%s, %s, %s, %s)", row)
+            conn.commit()
+        out.put((begin, time.perf_counter()))
+
+
 def _pg_writer(url: str, conversation_id: str, count: int, start_at: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     messages = make_messages(count)
     with open_store(url) as store:
@@ -140,16 +166,14 @@ def _pg_writer(url: str, conversation_id: str, count: int, start_at: float, out:
         out.put((begin, time.perf_counter()))
 
 
-def bench_pg_appends(url: str, writers: int, count: int, shared: bool) -> float:
-    """Messages per second over all writers (each a process), one append (one transaction) each."""
-    with open_store(url) as store:
-        ids = [store.create_conversation().id for _ in range(1 if shared else writers)]
+def _run_writers(target: Any, url: str, ids: list[str], writers: int, count: int) -> float:
+    """Messages per second over ``writers`` processes running ``target`` (writer n on ``ids[n % len(ids)]``),
+    started together at a common time."""
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     start_at = time.time() + 3.0
     processes = [
-        context.Process(target=_pg_writer, args=(url, ids[0 if shared else n], count, start_at, queue))
-        for n in range(writers)
+        context.Process(target=target, args=(url, ids[n % len(ids)], count, start_at, queue)) for n in range(writers)
     ]
     for process in processes:
         process.start()
@@ -157,9 +181,38 @@ def bench_pg_appends(url: str, writers: int, count: int, shared: bool) -> float:
     for process in processes:
         process.join()
     elapsed = max(end for _, end in spans) - min(begin for begin, _ in spans)
+    return writers * count / elapsed
+
+
+def bench_pg_appends(url: str, writers: int, count: int, shared: bool) -> float:
+    """Messages per second over all writers (each a process), one append (one transaction) each."""
+    with open_store(url) as store:
+        ids = [store.create_conversation().id for _ in range(1 if shared else writers)]
+    rate = _run_writers(_pg_writer, url, ids, writers, count)
     with open_store(url) as store:
         assert sum(len(store.load(cid)) for cid in ids) == writers * count
-    return writers * count / elapsed
+    return rate
+
+
+def bench_raw_pg_appends(url: str, schema: str, writers: int, count: int) -> float:
+    """The floor of `bench_pg_appends` (each writer its own conversation): messages per second of raw psycopg
+    single-row INSERTs, one transaction each, into a scratch table keyed like the store's messages table."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        conn.execute(f'DROP TABLE IF EXISTS "{schema}".{RAW_TABLE}')
+        conn.execute(
+            f'CREATE TABLE "{schema}".{RAW_TABLE} (conversation_id TEXT NOT NULL, seq BIGINT NOT NULL, '
+            "id TEXT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (conversation_id, seq), UNIQUE (conversation_id, id))"
+        )
+    # The writers connect with the scratch schema first on their search_path, so the INSERT names the bare table.
+    raw_url = f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+    rate = _run_writers(_raw_pg_writer, raw_url, [f"raw-{n}" for n in range(writers)], writers, count)
+    with psycopg.connect(url) as conn:
+        row = conn.execute(f'SELECT count(*) FROM "{schema}".{RAW_TABLE}').fetchone()
+        assert row is not None and row[0] == writers * count
+    return rate
 
 
 def bench_load_and_list(url: str, messages: list[Message]) -> tuple[float, float]:
@@ -214,7 +267,18 @@ def main() -> None:
             sqlite_rate = bench_sqlite_appends(folder, messages)
             sqlite_load, sqlite_list = bench_load_and_list(f"sqlite://{folder / 'load.db'}", messages)
             shown_s, shown_floor_s = bench_logs_show(folder)
-        pg_rate = bench_pg_appends(pg_url, writers=4, count=1000, shared=False)
+        # The store's writers and the raw floor in turns (the order swapped each round), so both see the same
+        # machine state; the median of each.
+        own_rates: list[float] = []
+        raw_rates: list[float] = []
+        for turn in range(ROUNDS):
+            runs = [
+                lambda: own_rates.append(bench_pg_appends(pg_url, writers=4, count=1000, shared=False)),
+                lambda: raw_rates.append(bench_raw_pg_appends(POSTGRES, schema, writers=4, count=1000)),
+            ]
+            for run in runs if turn % 2 == 0 else reversed(runs):
+                run()
+        pg_rate, pg_raw_rate = median(own_rates), median(raw_rates)
         pg_shared_rate = bench_pg_appends(pg_url, writers=4, count=1000, shared=True)
         pg_load, pg_list = bench_load_and_list(pg_url, messages)
     finally:
@@ -232,6 +296,8 @@ def main() -> None:
         ["  ratio store / by hand", store_s / hand_s, "", ""],
         ["SQLite durable appends, 1 msg/tx, 1 writer (msg/s)", sqlite_rate, ">= 2,000", sqlite_rate >= 2000],
         ["PostgreSQL durable appends, 4 writer processes (msg/s)", pg_rate, ">= 1,000", pg_rate >= 1000],
+        [f"  floor: raw psycopg INSERT+commit, 4 processes, in turns x{ROUNDS} (msg/s)", pg_raw_rate, "", ""],
+        ["  ratio store / raw", pg_rate / pg_raw_rate, ">= 0.7x", pg_rate / pg_raw_rate >= 0.7],
         ["  same, 4 processes on one conversation (msg/s)", pg_shared_rate, "", ""],
         ["SQLite load 10k-message conversation (ms)", sqlite_load, "", ""],
         ["PostgreSQL load 10k-message conversation (ms)", pg_load, "", ""],
@@ -252,6 +318,10 @@ def main() -> None:
             "sqlite_roundtrip_ratio_vs_by_hand": store_s / hand_s,
             "sqlite_appends_per_s": sqlite_rate,
             "postgres_appends_per_s_4_processes": pg_rate,
+            "raw_postgres_inserts_per_s_4_processes": pg_raw_rate,
+            "postgres_appends_ratio_vs_raw": pg_rate / pg_raw_rate,
+            "postgres_appends_rounds_per_s": own_rates,
+            "raw_postgres_inserts_rounds_per_s": raw_rates,
             "postgres_appends_per_s_4_processes_one_conversation": pg_shared_rate,
             "sqlite_load_10k_ms": sqlite_load,
             "postgres_load_10k_ms": pg_load,
@@ -263,6 +333,7 @@ def main() -> None:
                 "roundtrip_ratio_le_1_5": ratio <= 1.5,
                 "sqlite_appends_ge_2000": sqlite_rate >= 2000,
                 "postgres_appends_ge_1000": pg_rate >= 1000,
+                "postgres_appends_ratio_vs_raw_ge_0_7": pg_rate / pg_raw_rate >= 0.7,
             },
         },
     )

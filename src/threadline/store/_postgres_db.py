@@ -13,6 +13,10 @@ ended: its socket shows that without a round trip, and such a connection is clos
 connection is lost inside a transaction run by `PostgresDatabase.run` (the reads, the appends), the transaction runs
 once more on a connection opened for it, if that is safe: the connection was lost before the commit (so nothing was
 written), or the work is idempotent (appending messages by id, reading).
+
+Connections are in autocommit mode: a transaction of several statements is opened and closed by
+``conn.transaction()`` (``BEGIN`` ... ``COMMIT``), and one statement that is a transaction by itself (an append's
+statement, see `PostgresDatabase.run`'s ``single``) is one round trip instead of three.
 """
 
 from __future__ import annotations
@@ -126,7 +130,12 @@ class PostgresDatabase:
             first.close()
         self._pool_size = max(1, pool_max, pool_min)
         self._pool = ConnectionPool(
-            conninfo, min_size=max(0, pool_min), max_size=self._pool_size, open=False, name="threadline"
+            conninfo,
+            min_size=max(0, pool_min),
+            max_size=self._pool_size,
+            open=False,
+            name="threadline",
+            kwargs={"autocommit": True},
         )
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
@@ -158,9 +167,14 @@ class PostgresDatabase:
         with self.errors(), self._live_connection() as conn, conn.transaction(), conn.cursor() as cursor:
             yield cursor
 
-    def run(self, work: Callable[[psycopg.Cursor[Any]], T], *, idempotent: bool = False) -> T:
+    def run(self, work: Callable[[psycopg.Cursor[Any]], T], *, idempotent: bool = False, single: bool = False) -> T:
         """Call ``work`` with a cursor in one transaction (committed when it returns, rolled back if it raises) and
         return what it returns.
+
+        With ``single``, ``work`` runs no transaction around its statements: each one is a transaction of its own,
+        committed when the server answers it (one round trip, no ``BEGIN`` and ``COMMIT`` of their own); for work
+        that is one statement. A connection lost during that statement leaves unknown whether it committed, so it
+        runs again only if ``idempotent``.
 
         When the connection turns out lost (the server restarted, or ended it), ``work`` runs once more, in a new
         transaction on a connection opened for it, if that is safe: the connection was lost before the commit, so
@@ -180,31 +194,37 @@ class PostgresDatabase:
                     if _ended(conn):
                         conn.close()  # so the pool replaces it
                         raise _Lost(None, at_commit=False)
-                    return self._transaction(conn, work)
+                    return self._transaction(conn, work, single)
             except _Lost as lost:
                 if lost.at_commit and not idempotent and lost.error is not None:
                     raise lost.error from None
             # A fresh connection, not the pool's next one: after a restart, the others idle there were ended too.
             with self.connect() as conn:
                 try:
-                    return self._transaction(conn, work)
+                    return self._transaction(conn, work, single)
                 except _Lost as lost:
                     assert lost.error is not None  # a new connection is never found ended before it is used
                     raise lost.error from None
 
     def connect(self) -> psycopg.Connection[Any]:
-        """A new connection of its own (not from the pool), in a transaction; the caller closes it.
+        """A new connection of its own (not from the pool), in autocommit mode as the pool's are; the caller closes
+        it.
 
         Raises:
             psycopg.Error: if the server cannot be reached.
         """
-        return self.driver.connect(self.conninfo, connect_timeout=max(1, round(self.connect_timeout)))
+        return self.driver.connect(self.conninfo, autocommit=True, connect_timeout=max(1, round(self.connect_timeout)))
 
-    def _transaction(self, conn: psycopg.Connection[Any], work: Callable[[psycopg.Cursor[Any]], T]) -> T:
-        """``work`` in one transaction on ``conn``; a lost connection is raised as `_Lost`, saying whether it was
-        lost while committing."""
-        at_commit = False
+    def _transaction(
+        self, conn: psycopg.Connection[Any], work: Callable[[psycopg.Cursor[Any]], T], single: bool = False
+    ) -> T:
+        """``work`` in one transaction on ``conn`` (with ``single``, each statement its own, see `run`); a lost
+        connection is raised as `_Lost`, saying whether it was lost while committing."""
+        at_commit = single  # a single statement commits as the server answers it
         try:
+            if single:
+                with conn.cursor() as cursor:
+                    return work(cursor)
             with conn.transaction():
                 with conn.cursor() as cursor:
                     result = work(cursor)

@@ -19,6 +19,11 @@ never sees a later message without the earlier ones, so every reader sees one or
 ``(conversation_id, id)`` constraint with ``ON CONFLICT DO NOTHING`` makes appends idempotent, including a retry racing
 its own first attempt. Timestamps come from the database server's clock, so hosts with skewed clocks still agree.
 
+The usual append (every message new, the count as expected) is that statement without ``ON CONFLICT``, sent as a
+transaction by itself (the connection in autocommit): one round trip instead of three (``BEGIN``, the statement,
+``COMMIT``). A stored id fails it (a unique violation: it wrote nothing), and an update that matched no row leaves it
+nothing to insert; either way the append is then made as above, in a transaction with its checks.
+
 Writer leases (`try_lease`) are session advisory locks, keyed by a hash of the schema and the conversation id, held
 on one connection kept for them (beside the pool, so a long turn never takes a pooled connection away). The server
 drops them when that connection ends: at once when the holding process dies on a live host, and within about half a
@@ -199,6 +204,37 @@ class PostgresStore(PostgresSideTables, Store):
         payloads = [encode_message(message) for message in items]
         texts = [search_text(message) for message in items]
         p = self._db.prefix
+        count = len(items)
+        model, failures = conversation_figures(items)
+        args = {
+            "n": count,
+            "cid": conversation_id,
+            "ids": ids,
+            "data": payloads,
+            "texts": texts,
+            "model": model,
+            "failures": failures,
+            "expected": expected_count,
+        }
+        unique_violation = self._db.driver.errors.UniqueViolation
+
+        def first_try(cursor: psycopg.Cursor[Any]) -> bool:
+            try:
+                if count == 1:  # the turn engine's append: plain parameters are cheaper to send than arrays
+                    cursor.execute(_append_one_sql(p), {**args, "id": ids[0], "datum": payloads[0], "text": texts[0]})
+                else:
+                    cursor.execute(_append_sql(p, skip_stored=False), args)
+            except unique_violation:
+                return False  # an id is stored already: the statement (its own transaction) wrote nothing
+            row = cursor.fetchone()
+            return row is not None and row[0] is not None  # else the update matched no row, and nothing was written
+
+        # The usual append, every message new and the count as expected, is one statement and one round trip; the
+        # others are done again below, where the checks are. Idempotent: a repeat finds its ids stored, and goes
+        # below.
+        done: bool = bool(items) and self._db.run(first_try, idempotent=True, single=True)
+        if done:
+            return
 
         def write(cursor: psycopg.Cursor[Any]) -> None:
             if not items:
@@ -206,32 +242,7 @@ class PostgresStore(PostgresSideTables, Store):
                 if cursor.fetchone() is None:
                     raise missing_conversation(conversation_id, self.url)
                 return
-            count = len(items)
-            model, failures = conversation_figures(items)
-            cursor.execute(
-                f"WITH c AS (UPDATE {p}conversations SET next_seq = next_seq + %(n)s, "
-                "message_count = message_count + %(n)s, updated_at = now(), "
-                "last_model = coalesce(%(model)s, last_model), failures = failures + %(failures)s "
-                "WHERE id = %(cid)s "
-                "AND (%(expected)s::bigint IS NULL OR message_count = %(expected)s::bigint) "
-                "RETURNING next_seq - %(n)s AS base), "
-                f"ins AS (INSERT INTO {p}messages (conversation_id, seq, id, data, search) "
-                "SELECT %(cid)s, c.base + u.ord - 1, u.id, u.data, to_tsvector('simple', u.body) FROM c, "
-                "unnest(%(ids)s::text[], %(data)s::bytea[], %(texts)s::text[]) "
-                "WITH ORDINALITY AS u(id, data, body, ord) "
-                "ON CONFLICT (conversation_id, id) DO NOTHING RETURNING 1) "
-                "SELECT (SELECT base FROM c), (SELECT count(*) FROM ins)",
-                {
-                    "n": count,
-                    "cid": conversation_id,
-                    "ids": ids,
-                    "data": payloads,
-                    "texts": texts,
-                    "model": model,
-                    "failures": failures,
-                    "expected": expected_count,
-                },
-            )
+            cursor.execute(_append_sql(p, skip_stored=True), args)
             row = cursor.fetchone()
             if row is None or row[0] is None:
                 cursor.execute(f"SELECT message_count FROM {p}conversations WHERE id = %s", (conversation_id,))
@@ -534,3 +545,39 @@ class PostgresStore(PostgresSideTables, Store):
 
     def __repr__(self) -> str:
         return f"<PostgresStore {self.url}>"
+
+
+def _append_one_sql(prefix: str) -> str:
+    """`_append_sql` for one message, without ``skip_stored``, in plain parameters (``id``, ``datum``, ``text``)
+    instead of arrays. It answers the message's ``seq``, or no row when the update matched no row."""
+    p = prefix
+    return (
+        f"WITH c AS (UPDATE {p}conversations SET next_seq = next_seq + 1, message_count = message_count + 1, "
+        "updated_at = now(), last_model = coalesce(%(model)s, last_model), failures = failures + %(failures)s "
+        "WHERE id = %(cid)s AND (%(expected)s::bigint IS NULL OR message_count = %(expected)s::bigint) "
+        "RETURNING next_seq - 1 AS base) "
+        f"INSERT INTO {p}messages (conversation_id, seq, id, data, search) "
+        "SELECT %(cid)s, c.base, %(id)s, %(datum)s, to_tsvector('simple', %(text)s::text) FROM c RETURNING seq"
+    )
+
+
+def _append_sql(prefix: str, *, skip_stored: bool) -> str:
+    """The statement of an append (see the module's docstring): it takes the next ``seq`` values and inserts the
+    messages, and answers the first ``seq`` (NULL when the update matched no row) and how many were inserted. With
+    ``skip_stored``, messages whose id is stored already are skipped; without, one of them fails the statement."""
+    p = prefix
+    on_conflict = "ON CONFLICT (conversation_id, id) DO NOTHING " if skip_stored else ""
+    return (
+        f"WITH c AS (UPDATE {p}conversations SET next_seq = next_seq + %(n)s, "
+        "message_count = message_count + %(n)s, updated_at = now(), "
+        "last_model = coalesce(%(model)s, last_model), failures = failures + %(failures)s "
+        "WHERE id = %(cid)s "
+        "AND (%(expected)s::bigint IS NULL OR message_count = %(expected)s::bigint) "
+        "RETURNING next_seq - %(n)s AS base), "
+        f"ins AS (INSERT INTO {p}messages (conversation_id, seq, id, data, search) "
+        "SELECT %(cid)s, c.base + u.ord - 1, u.id, u.data, to_tsvector('simple', u.body) FROM c, "
+        "unnest(%(ids)s::text[], %(data)s::bytea[], %(texts)s::text[]) "
+        "WITH ORDINALITY AS u(id, data, body, ord) "
+        f"{on_conflict}RETURNING 1) "
+        "SELECT (SELECT base FROM c), (SELECT count(*) FROM ins)"
+    )
