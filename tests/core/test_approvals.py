@@ -20,6 +20,7 @@ from threadline import (
     llm,
     tool,
 )
+from threadline import user as user_message
 from threadline.engine.waits import started_entry
 from threadline.message_list import call_waits
 from threadline.messages import arguments_sha256
@@ -464,3 +465,49 @@ def test_an_idempotent_tool_stopped_while_running_runs_again_without_asking(stor
     states = [m.state for m in conversation.messages if isinstance(m, ApprovalMessage)]
     assert states == ["requested", "approved", "started"]  # no second start: it runs again as it is
     store.load(conversation.id).validate()
+
+
+def test_a_recovered_turn_reruns_idempotent_calls_and_asks_about_the_others(store) -> None:
+    """What a durable worker's recovery does with the calls its dead predecessor left without results (the crash
+    itself is the durable tests'): here the log as it leaves them, an answer whose calls have no results."""
+    ran: list[str] = []
+
+    @tool(idempotent=True)
+    def lookup(name: str) -> str:
+        """Look up."""
+        ran.append(name)
+        return f"{name} is a friend"
+
+    @tool
+    def send(text: str) -> str:
+        """Send a message."""
+        ran.append(text)
+        return "sent"
+
+    model = ScriptedModel(["Sent, and bob is a friend."])
+    conversation = Conversation(config=ConversationConfig(model=model, tools=[lookup, send]), store=store)
+    conversation.add(user_message("look bob up and send hi"))
+    conversation.record(calls(("l1", "lookup", {"name": "bob"}), ("s1", "send", {"text": "hi"}), ("u1", "gone", {})))
+
+    result = conversation.run_sync(recover=True)
+    assert result.stop_reason == "awaiting" and ran == ["bob"] and len(model.requests) == 0
+    [waiting] = conversation.awaiting
+    assert waiting.call.id == "s1" and "may have run" in (waiting.reason or "")
+    unknown = next(m for m in conversation.messages if isinstance(m, ToolMessage) and m.tool_call_id == "u1")
+    assert unknown.content.startswith("interrupted")
+    conversation.approve("s1", by="alice")
+    assert conversation.resume().text == "Sent, and bob is a friend."
+    assert ran == ["bob", "hi"]
+    store.load(conversation.id).validate()
+
+
+def test_without_recovery_the_calls_a_crash_left_are_answered_interrupted(store) -> None:
+    bank = Bank()
+    model = ScriptedModel(["Sorry, that was interrupted."])
+    conversation = Conversation(config=ConversationConfig(model=model, tools=[bank.lookup]), store=store)
+    conversation.add(user_message("look bob up"))
+    conversation.record(calls(("l1", "lookup", {"name": "bob"})))
+    assert conversation.run_sync().text == "Sorry, that was interrupted."
+    assert bank.looked == []
+    result = conversation.messages[2]
+    assert isinstance(result, ToolMessage) and result.content.startswith("interrupted")

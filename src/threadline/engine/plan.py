@@ -66,6 +66,9 @@ class TurnOptions(msgspec.Struct):
         run_brief: The run's brief (`RunBrief`: directive, node brief, step context) for the context builder.
         meta: The `MessageMeta` every message of the turn is tagged with (None: the shared default).
         approval: The turn's approval policy for tools that say nothing of approval (`waits.ApprovalPolicy`).
+        recover: The turn goes on after its process died (a durable worker's recovery): a call left without a
+            result runs again if its tool is idempotent (``@tool(idempotent=True)``), else it waits for a person
+            ("it may have run"), instead of being answered ``interrupted``.
     """
 
     settings: ModelSettings = msgspec.field(default_factory=ModelSettings)
@@ -78,6 +81,7 @@ class TurnOptions(msgspec.Struct):
     run_brief: Any = None
     meta: Any = None
     approval: Any = None
+    recover: bool = False
 
 
 class TurnConfig(Protocol):

@@ -8,12 +8,20 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import ApprovalRequired, UserError
-from ..message_list import CallWaits
-from ..message_types import ApprovalMessage, ToolCall, ToolMessage
+from ..message_list import CallWaits, MessageList
+from ..message_types import INTERRUPTED_TOOL, ApprovalMessage, ToolCall, ToolMessage
 from ..tools import ResolvedTools, approved_call, execute_tool_call
 from ._tool_scope import ToolRound
 from .plan import TurnOptions
-from .waits import STOPPED_REASON, RoundGates, denial_text, request_entry, started_entry
+from .waits import (
+    RECOVERED_REASON,
+    STOPPED_REASON,
+    RoundGates,
+    denial_text,
+    request_entry,
+    round_gates,
+    started_entry,
+)
 
 if TYPE_CHECKING:
     from ..tracing.hooks import TurnSpan
@@ -23,7 +31,10 @@ __all__ = ["RoundHost", "run_tools", "settle", "with_meta"]
 
 class RoundHost(Protocol):
     """What a round needs of the turn's host (a `threadline.engine.turn.TurnHost` is one): the tools of the
-    conversation, for the approved calls that run when the next turn starts."""
+    conversation, for the approved calls that run when the next turn starts, and the log (for approval rules)."""
+
+    @property
+    def messages(self) -> MessageList: ...
 
     def resolve_tools(self) -> ResolvedTools: ...
 
@@ -147,7 +158,8 @@ async def settle(
             nothing is run or recorded, so the person's approval is not turned into an "unknown tool" error.
     """
     decided = waits.approved + waits.started
-    tools = host.resolve_tools().tools if decided else {}
+    recovering = options.recover and waits.dangling
+    tools = host.resolve_tools().tools if decided or recovering else {}
     missing = sorted({call.name for call, _ in decided if call.name not in tools})
     if missing:
         raise UserError(
@@ -160,6 +172,23 @@ async def settle(
         text = denial_text(decision.by, decision.reason)
         denied = ToolMessage(tool_call_id=call.id, tool_name=call.name, content=text, is_error=True)
         yield with_meta(denied, options)
+    reruns: list[ToolCall] = []
+    if recovering:
+        # The turn's process died with these calls unanswered (a durable worker's recovery): an idempotent tool's
+        # runs again (under the same approval rules as any call), another waits for a person, an unknown one is
+        # answered as a crash's always is.
+        for call in waits.dangling:
+            tool = tools.get(call.name)
+            if tool is None:
+                yield with_meta(interrupted(call), options)
+            elif tool.idempotent:
+                reruns.append(call)
+            else:
+                yield with_meta(request_entry(call, "approval", RECOVERED_REASON), options)
+    if reruns:
+        gates = round_gates(tools, options.approval, host.messages)
+        async for message in run_tools(host, reruns, tools, options, span, gates=gates):
+            yield message
     runs = list(waits.approved)
     for call, decision in waits.started:
         if tools[call.name].idempotent:
@@ -177,6 +206,11 @@ async def settle(
     ]
     async for message in run_tools(host, calls, tools, options, span, approved=True):
         yield message
+
+
+def interrupted(call: ToolCall) -> ToolMessage:
+    """The ``interrupted`` error result of a call a crash left unanswered (as `threadline.engine.turn`'s repair)."""
+    return ToolMessage(tool_call_id=call.id, tool_name=call.name, content=INTERRUPTED_TOOL, is_error=True)
 
 
 async def _cut_call(call: ToolCall) -> ToolMessage:

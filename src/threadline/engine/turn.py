@@ -189,11 +189,12 @@ async def run_turn(
         new_messages = result.new_messages
 
         waits = call_waits(host.messages)
-        for repaired in repair_pending(host, meta, waits.dangling):
+        recovering = options.recover and bool(waits.dangling)
+        for repaired in repair_pending(host, meta, [] if recovering else waits.dangling):
             new_messages.append(repaired)
             yield repaired
         awaiting = bool(waits.waiting)
-        if waits.approved or waits.denied or waits.started:
+        if waits.approved or waits.denied or waits.started or recovering:
             async for settled in settle(host, waits, options, span):
                 record(settled)
                 new_messages.append(settled)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DENIED",
     "EXTERNAL_REASON",
+    "RECOVERED_REASON",
     "STOPPED_REASON",
     "ApprovalPolicy",
     "Gate",
@@ -44,6 +45,9 @@ person), False or None (none does), or a function of the `ToolCall` that answers
 non-empty string: the call waits, and the person reads why)."""
 
 EXTERNAL_REASON = "waits for a result from outside this process (an external tool)"
+RECOVERED_REASON = (
+    "its process stopped while it ran, and the turn was recovered: it may have run; decide whether it runs again"
+)
 STOPPED_REASON = (
     "it was approved and began to run, but its process stopped before its result was logged: it may have run; "
     "decide again"
