@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "deny": "approvals:deny",
     "submit": "approvals:submit",
     "resume": "approvals:resume",
+    "worker": "worker:worker",
 }
 
 

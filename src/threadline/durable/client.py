@@ -1,0 +1,135 @@
+"""`Client`: queue turns for workers (``threadline worker``) and wait for how they ended.
+
+A process that only submits turns needs no worker code: it writes the queued turn into DBOS's system database with
+`dbos.DBOSClient`; any worker with the turn's app runs it. The store is read for the answer's text.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._ids import new_id
+from ..errors import UserError
+from ..message_types import AssistantMessage
+from ..store import open_store
+from .config import APP_NAME, QUEUE_NAME, WORKFLOW_NAME, system_database
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient
+
+    from ..store import Store
+
+__all__ = ["Client", "TurnHandle", "TurnOutcome"]
+
+_FINISHED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """How a queued turn ended: its stop reason and the text of its last answer (None if it ended on no answer)."""
+
+    stop_reason: str
+    text: str | None
+
+
+class TurnHandle:
+    """A queued turn: its workflow ``id`` and ``conversation_id`` at once, and its outcome when it has one."""
+
+    def __init__(self, client: Client, workflow_id: str, conversation_id: str) -> None:
+        self._client = client
+        self.id = workflow_id
+        self.conversation_id = conversation_id
+
+    def status(self) -> str:
+        """DBOS's status of the turn: ``ENQUEUED``, ``PENDING`` (running), ``SUCCESS``, ``ERROR``…"""
+        return str(self._client.dbos.retrieve_workflow(self.id).get_status().status)
+
+    def result(self, timeout: float | None = None) -> TurnOutcome:
+        """Wait for the turn to end and return its outcome.
+
+        Raises:
+            TimeoutError: if it has not ended within ``timeout`` seconds (it goes on).
+            UnknownApp: if the worker that took it has no such app.
+            Exception: whatever ended the turn with an error (e.g. `ModelError`), as DBOS recorded it.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        handle: Any = self._client.dbos.retrieve_workflow(self.id)
+        while handle.get_status().status not in _FINISHED:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"turn {self.id} has not ended after {timeout} seconds")
+            time.sleep(0.1)
+        output: dict[str, Any] = handle.get_result()
+        return TurnOutcome(output["stop_reason"], self._client.answer_text(self.conversation_id, output))
+
+    def __repr__(self) -> str:
+        return f"<TurnHandle {self.id} on {self.conversation_id}>"
+
+
+class Client:
+    """Queue turns on the store at ``store_url`` for workers (``threadline worker --store URL``).
+
+    Args:
+        store_url: The store the workers use (SQLite or PostgreSQL).
+        dbos_url: DBOS's system database, when the workers were given ``--dbos URL`` (see `threadline.durable.config`).
+
+    A worker must have started once on this store before: it creates DBOS's tables.
+    """
+
+    def __init__(self, store_url: str, *, dbos_url: str | None = None) -> None:
+        from dbos import DBOSClient
+
+        self.store: Store = open_store(store_url)
+        database = system_database(self.store, store_url, dbos_url)
+        self.dbos: DBOSClient = DBOSClient(
+            system_database_url=database.url, dbos_system_schema=database.schema, application_name=APP_NAME
+        )
+
+    def submit(self, text: str, *, app: str, conversation_id: str | None = None, key: str | None = None) -> TurnHandle:
+        """Queue a turn: the user's ``text`` in conversation ``conversation_id`` (a new one by default), answered
+        with the app named ``app``. One turn at a time runs per conversation, in the order queued.
+
+        ``key`` is the turn's workflow id: submitting the same key again queues nothing and returns the same turn
+        (and conversation).
+        """
+        if not isinstance(text, str) or not text:
+            raise UserError("a turn needs a non-empty text")
+        workflow_id = key or new_id()
+        target = conversation_id or new_id()
+        options: dict[str, Any] = {
+            "workflow_name": WORKFLOW_NAME,
+            "queue_name": QUEUE_NAME,
+            "workflow_id": workflow_id,
+            "queue_partition_key": target,
+        }
+        # An id already used attaches to that turn ("return-existing", DBOS's default reuse policy).
+        self.dbos.enqueue(options, app, target, text)  # type: ignore[arg-type]
+        return TurnHandle(self, workflow_id, self._inputs_of(workflow_id))
+
+    def _inputs_of(self, workflow_id: str) -> str:
+        """The conversation id the queued turn ``workflow_id`` was given (the first enqueue wins a key)."""
+        status = self.dbos.list_workflows(workflow_ids=[workflow_id], load_input=True, load_output=False)[0]
+        assert status.input is not None
+        return str(status.input["args"][1])
+
+    def answer_text(self, conversation_id: str, output: dict[str, Any]) -> str | None:
+        """The text of the message a finished turn's output names, read from the store."""
+        last = output.get("last_message_id")
+        if last is None:
+            return None
+        for message in reversed(self.store.load(conversation_id)):
+            if message.id == last:
+                return message.content if isinstance(message, AssistantMessage) else None
+        return None
+
+    def close(self) -> None:
+        """Close the store and DBOS's connections."""
+        self.dbos.destroy()
+        self.store.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

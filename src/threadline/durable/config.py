@@ -1,0 +1,74 @@
+"""Where DBOS keeps its own state (queued turns, workflow status, recorded step outputs) for a threadline store.
+
+- beside a SQLite store ``<file>``: a SQLite file next to it, ``<file>.dbos.sqlite`` (DBOS 3.4 accepts any
+  ``sqlite:///path`` as its system database; SQLite serves workers on one machine only);
+- for a PostgreSQL store: the same database, in its own schema ``threadline_dbos``;
+- anywhere else with an explicit ``dbos_url`` (``--dbos URL``), in DBOS's default schema ``dbos`` for PostgreSQL.
+
+Every worker and client of one store must agree on this, which is why it is derived from the store URL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import UserError
+
+if TYPE_CHECKING:
+    from dbos import DBOSConfig
+
+    from ..store import Store
+
+__all__ = ["APP_NAME", "DBOS_SCHEMA", "QUEUE_NAME", "WORKFLOW_NAME", "SystemDatabase", "dbos_config", "system_database"]
+
+APP_NAME = "threadline"
+"""The DBOS application name of workers and clients (DBOS tags workflows and queues with it)."""
+QUEUE_NAME = "threadline_turns"
+"""The DBOS queue turns are enqueued on (partitioned by conversation id: one turn at a time per conversation)."""
+WORKFLOW_NAME = "threadline_turn"
+"""The registered name of the turn workflow."""
+DBOS_SCHEMA = "threadline_dbos"
+"""The schema of DBOS's tables inside a PostgreSQL store's database."""
+
+
+@dataclass(frozen=True)
+class SystemDatabase:
+    """DBOS's system database: its SQLAlchemy-style URL and, for PostgreSQL, the schema of its tables."""
+
+    url: str
+    schema: str
+
+
+def system_database(store: Store, store_url: str, dbos_url: str | None = None) -> SystemDatabase:
+    """Where DBOS keeps its state for the opened ``store`` (opened from ``store_url``), unless ``dbos_url`` says.
+
+    Raises:
+        UserError: for a store other processes cannot share (memory, JSON files) and no ``dbos_url``.
+    """
+    from ..store.sqlite import SQLiteStore
+
+    if dbos_url:
+        return SystemDatabase(dbos_url, "dbos")
+    if isinstance(store, SQLiteStore):
+        return SystemDatabase(f"sqlite:///{store.path}.dbos.sqlite", "dbos")
+    scheme = store_url.split("://", 1)[0].lower() if "://" in store_url else ""
+    if scheme in ("postgresql", "postgres"):
+        return SystemDatabase("postgresql://" + store_url.split("://", 1)[1], DBOS_SCHEMA)
+    raise UserError(
+        f"durable turns need a store that worker processes share (SQLite or PostgreSQL), not {store.url}; "
+        "or give DBOS's own database with --dbos URL"
+    )
+
+
+def dbos_config(database: SystemDatabase, executor_id: str) -> DBOSConfig:
+    """The configuration a worker launches DBOS with (quiet: DBOS logs warnings only)."""
+
+    config: DBOSConfig = {
+        "name": APP_NAME,
+        "system_database_url": database.url,
+        "dbos_system_schema": database.schema,
+        "executor_id": executor_id,
+        "log_level": "WARNING",
+    }
+    return config

@@ -1,0 +1,217 @@
+"""Durable turns run by real ``threadline worker`` processes on a SQLite store, with the fake OpenAI server as the
+model: a queued turn's result, a key that runs once, a worker without the turn's app, and a worker killed with
+SIGKILL inside a tool of the turn and restarted with the same ``--id``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dbos")
+
+from tests.providers.servers._base import Answer, ToolUse
+from tests.providers.servers.openai import FakeOpenAI
+from threadline.durable import Client, UnknownApp
+from threadline.message_types import ToolMessage, UserMessage
+
+APP = """
+import os
+import time
+from pathlib import Path
+
+import threadline
+
+HERE = Path(__file__).parent
+
+
+def add(a: int, b: int) -> int:
+    \"\"\"Add two numbers.\"\"\"
+    return a + b
+
+
+def slow(x: int) -> int:
+    \"\"\"Wait until the test lets it go.\"\"\"
+    (HERE / "started").write_text(str(os.getpid()))
+    deadline = time.monotonic() + 60
+    while not (HERE / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return x
+
+
+chat = threadline.llm.model("openai:gpt-4o-mini").tools(add, slow)
+"""
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+class Workers:
+    """Worker subprocesses on one store, all started in ``tmp_path`` (where the app module is)."""
+
+    def __init__(self, tmp_path: Path, server: FakeOpenAI) -> None:
+        self.dir = tmp_path
+        self.url = f"sqlite:///{tmp_path / 'store.db'}"
+        (tmp_path / "myapp.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+        self.env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-test-durable-0123456789",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")]),
+        }
+        self.running: list[subprocess.Popen[str]] = []
+
+    def start(self, *apps: str, worker_id: str = "worker") -> subprocess.Popen[str]:
+        args = [sys.executable, "-m", "threadline", "worker", "--store", self.url, "--id", worker_id]
+        for app in apps or ("myapp:chat",):
+            args += ["--app", app]
+        process = subprocess.Popen(
+            args, cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        self.running.append(process)
+        assert process.stdout is not None
+        line = process.stdout.readline()  # blocks until the worker is ready (or dies: an empty line)
+        assert line.startswith(f"worker {worker_id} ready: apps "), line
+        return process
+
+    def stop_all(self) -> None:
+        for process in self.running:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.running:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+
+    def dbos_rows(self) -> list[str | bytes]:
+        """Every input and output DBOS recorded (workflow inputs and outputs, step outputs)."""
+        with sqlite3.connect(self.dir / "store.db.dbos.sqlite") as db:
+            rows = db.execute("SELECT inputs FROM workflow_input").fetchall()
+            rows += db.execute("SELECT output FROM workflow_output").fetchall()
+            rows += db.execute("SELECT output FROM operation_outputs").fetchall()
+        return [row[0] for row in rows if row[0] is not None]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake  # type: ignore[misc]
+
+
+@pytest.fixture
+def workers(tmp_path: Path, server: FakeOpenAI) -> Iterator[Workers]:
+    made = Workers(tmp_path, server)
+    try:
+        yield made
+    finally:
+        made.stop_all()
+
+
+def test_a_submitted_turn_is_run_by_a_worker(workers: Workers, server: FakeOpenAI) -> None:
+    server.add(Answer(tool_calls=(ToolUse("add", '{"a": 1, "b": 2}'),)), Answer(text="It is 3."))
+    worker = workers.start()
+    with Client(workers.url) as client:
+        handle = client.submit("What is 1 + 2?", app="chat")
+        assert handle.conversation_id and handle.id
+        outcome = handle.result(timeout=60)
+        assert (outcome.stop_reason, outcome.text) == ("end", "It is 3.")
+        log = client.store.load(handle.conversation_id)
+    log.validate()
+    assert [m.role for m in log] == ["user", "assistant", "tool", "assistant"]
+    assert log[0].id == f"req-{handle.id}"
+    assert server.count == 2
+    rows = workers.dbos_rows()
+    assert len(rows) >= 4  # inputs, output, two steps
+    assert all(len(row) < 1024 for row in rows), [len(row) for row in rows]
+    # SIGTERM: the worker stops and exits.
+    worker.terminate()
+    assert worker.wait(30) == 0
+
+
+def test_the_same_key_runs_once_in_one_conversation(workers: Workers, server: FakeOpenAI) -> None:
+    server.add(Answer(text="Hello."))
+    workers.start()
+    with Client(workers.url) as client:
+        first = client.submit("Hi", app="chat", key="order-17")
+        again = client.submit("Hi", app="chat", key="order-17")
+        assert (
+            (again.id, again.conversation_id)
+            == (first.id, first.conversation_id)
+            == ("order-17", first.conversation_id)
+        )
+        assert first.result(timeout=60).text == "Hello."
+        third = client.submit("Hi", app="chat", key="order-17")
+        assert third.conversation_id == first.conversation_id
+        assert third.result(timeout=60).text == "Hello."
+        log = client.store.load(first.conversation_id)
+    assert [m.role for m in log] == ["user", "assistant"]
+    assert server.count == 1
+
+
+def test_a_second_turn_continues_the_conversation(workers: Workers, server: FakeOpenAI) -> None:
+    server.add(Answer(text="One."), Answer(text="Two."))
+    workers.start()
+    with Client(workers.url) as client:
+        first = client.submit("Count", app="chat")
+        second = client.submit("Go on", app="chat", conversation_id=first.conversation_id)
+        assert first.result(timeout=60).text == "One."
+        assert second.result(timeout=60).text == "Two."
+        log = client.store.load(first.conversation_id)
+    assert [(m.role, getattr(m, "content", None)) for m in log] == [
+        ("user", "Count"), ("assistant", "One."), ("user", "Go on"), ("assistant", "Two.")
+    ]  # fmt: skip
+
+
+def test_a_worker_without_the_app_fails_the_turn_clearly(workers: Workers, server: FakeOpenAI) -> None:
+    workers.start()
+    with Client(workers.url) as client:
+        handle = client.submit("Hi", app="billing")
+        with pytest.raises(UnknownApp, match=r"no app 'billing' \(its apps: chat\)"):
+            handle.result(timeout=60)
+        assert not client.store.has_conversation(handle.conversation_id)
+    assert server.count == 0
+
+
+def test_a_worker_killed_inside_a_tool_is_recovered_by_its_restart(workers: Workers, server: FakeOpenAI) -> None:
+    server.add(Answer(tool_calls=(ToolUse("slow", '{"x": 7}'),)), Answer(text="Done."))
+    first = workers.start(worker_id="w1")
+    with Client(workers.url) as client:
+        handle = client.submit("Run slow", app="chat")
+        wait_for(lambda: (workers.dir / "started").exists(), "the tool to start")
+        assert server.count == 1
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+        (workers.dir / "go").write_text("")
+        workers.start(worker_id="w1")
+        outcome = handle.result(timeout=90)
+        assert (outcome.stop_reason, outcome.text) == ("end", "Done.")
+        log = client.store.load(handle.conversation_id)
+    log.validate()
+    assert [m.id for m in log if isinstance(m, UserMessage)] == [f"req-{handle.id}"]
+    # The model call that asked for the tool was not repeated: one more request, answered "Done.", which read the
+    # interrupted call's result.
+    assert server.count == 2
+    tools = [m for m in log if isinstance(m, ToolMessage)]
+    assert len(tools) == 1
+    assert [m.role for m in log] == ["user", "assistant", "tool", "assistant"]
+    second_request = server.requests[1].json
+    assert [m["role"] for m in second_request["messages"] if m["role"] != "system"] == ["user", "assistant", "tool"]
+    assert "interrupted" in str(tools[0].content).lower()
