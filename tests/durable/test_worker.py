@@ -21,6 +21,7 @@ pytest.importorskip("dbos")
 from tests.providers.servers._base import Answer, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
 from threadline.durable import Client, UnknownApp
+from threadline.message_list import call_waits
 from threadline.message_types import ToolMessage, UserMessage
 
 APP = """
@@ -38,16 +39,30 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def slow(x: int) -> int:
-    \"\"\"Wait until the test lets it go.\"\"\"
+def wait_to_go(name: str) -> None:
+    with open(HERE / "runs", "a") as runs:
+        runs.write(name + "\\n")
     (HERE / "started").write_text(str(os.getpid()))
     deadline = time.monotonic() + 60
     while not (HERE / "go").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+@threadline.tool(idempotent=True)
+def slow(x: int) -> int:
+    \"\"\"Wait until the test lets it go.\"\"\"
+    wait_to_go("slow")
     return x
 
 
-chat = threadline.llm.model("openai:gpt-4o-mini").tools(add, slow)
+@threadline.tool
+def charge(amount: int) -> str:
+    \"\"\"Charge a card (not idempotent).\"\"\"
+    wait_to_go("charge")
+    return f"charged {amount}"
+
+
+chat = threadline.llm.model("openai:gpt-4o-mini").tools(add, slow, charge)
 """
 
 
@@ -190,7 +205,9 @@ def test_a_worker_without_the_app_fails_the_turn_clearly(workers: Workers, serve
     assert server.count == 0
 
 
-def test_a_worker_killed_inside_a_tool_is_recovered_by_its_restart(workers: Workers, server: FakeOpenAI) -> None:
+def test_a_worker_killed_inside_an_idempotent_tool_reruns_it_after_its_restart(
+    workers: Workers, server: FakeOpenAI
+) -> None:
     server.add(Answer(tool_calls=(ToolUse("slow", '{"x": 7}'),)), Answer(text="Done."))
     first = workers.start(worker_id="w1")
     with Client(workers.url) as client:
@@ -207,11 +224,32 @@ def test_a_worker_killed_inside_a_tool_is_recovered_by_its_restart(workers: Work
     log.validate()
     assert [m.id for m in log if isinstance(m, UserMessage)] == [f"req-{handle.id}"]
     # The model call that asked for the tool was not repeated: one more request, answered "Done.", which read the
-    # interrupted call's result.
+    # result of the tool, run again because it is idempotent.
     assert server.count == 2
-    tools = [m for m in log if isinstance(m, ToolMessage)]
-    assert len(tools) == 1
+    assert (workers.dir / "runs").read_text().splitlines() == ["slow", "slow"]
     assert [m.role for m in log] == ["user", "assistant", "tool", "assistant"]
-    second_request = server.requests[1].json
-    assert [m["role"] for m in second_request["messages"] if m["role"] != "system"] == ["user", "assistant", "tool"]
-    assert "interrupted" in str(tools[0].content).lower()
+    [result] = [m for m in log if isinstance(m, ToolMessage)]
+    assert (result.content, result.is_error) == ("7", False)
+
+
+def test_a_worker_killed_inside_another_tool_leaves_it_waiting_for_a_person(
+    workers: Workers, server: FakeOpenAI
+) -> None:
+    server.add(Answer(tool_calls=(ToolUse("charge", '{"amount": 30}'),)))
+    first = workers.start(worker_id="w1")
+    with Client(workers.url) as client:
+        handle = client.submit("Charge 30", app="chat")
+        wait_for(lambda: (workers.dir / "started").exists(), "the tool to start")
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+        (workers.dir / "go").write_text("")
+        workers.start(worker_id="w1")
+        outcome = handle.result(timeout=90)
+        assert outcome.stop_reason == "awaiting"
+        log = client.store.load(handle.conversation_id)
+    log.validate()
+    # It may have charged the card: it is not run again behind anyone's back, a person decides.
+    assert (workers.dir / "runs").read_text().splitlines() == ["charge"]
+    assert server.count == 1
+    waits = call_waits(log).waiting
+    assert [w.tool for w in waits] == ["charge"] and "may have run" in (waits[0].reason or "")

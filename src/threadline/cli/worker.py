@@ -29,7 +29,11 @@ __all__ = ["worker"]
 )
 @click.option("--dbos", "dbos_url", default=None, metavar="URL", help="DBOS's own database (default: from --store).")
 @click.option(
-    "--concurrency", type=click.IntRange(1), default=None, help="At most this many turns at once on each worker."
+    "--concurrency",
+    type=click.IntRange(1),
+    default=None,
+    help="At most this many turns at once on one worker; a setting of the shared queue: the last worker started sets "
+    "it for all.",
 )
 @friendly_errors
 def worker(

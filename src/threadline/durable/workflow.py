@@ -5,9 +5,11 @@ its small output (ids and a stop reason), while every message of the turn is in 
 
 1. `record_request` records the user's message under an id made from the workflow id, so a step that ran but whose
    end DBOS did not record (the worker died in between) finds its message and does not add it twice;
-2. `continue_turn` continues the conversation from its log (`Conversation.resume`): model calls and tool results
-   already logged are not redone; only the model call or tool in flight when a worker died may run again. A tool
-   call left without result is answered ``interrupted`` by the engine's repair, which the model reads.
+2. `continue_turn` continues the conversation from its log (`Conversation.resume`, as a recovery:
+   ``TurnOptions.recover``): model calls and tool results already logged are not redone; only the model call in
+   flight when a worker died may run again. A tool call left without a result runs again if its tool is
+   ``@tool(idempotent=True)``; any other waits for a person ("it may have run": the turn ends ``"awaiting"``,
+   docs/architecture.md#tool-calls-that-wait).
 
 A worker installs its store and apps with `install` before launching DBOS.
 """
@@ -115,6 +117,6 @@ def continue_turn(app: str, conversation_id: str) -> dict[str, str | None]:
     store = _store()
     conversation = Conversation.load(conversation_id, store)
     conversation.apply_config_deltas(app_named(_RUNTIME.apps, app).delta_config)
-    result = conversation.resume()
+    result = conversation.resume(recover=True)
     messages = conversation.messages
     return {"stop_reason": result.stop_reason, "last_message_id": messages[-1].id if len(messages) else None}
