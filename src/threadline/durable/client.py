@@ -118,9 +118,12 @@ class Client:
         last = output.get("last_message_id")
         if last is None:
             return None
-        for message in reversed(self.store.load(conversation_id)):
-            if message.id == last:
-                return message.content if isinstance(message, AssistantMessage) else None
+        # Where it usually is: among the newest messages (a later turn may have added a few); the whole log only if
+        # it is not there.
+        for messages in (self.store.read_tail(conversation_id, 64).messages, self.store.load(conversation_id)):
+            for message in reversed(messages):
+                if message.id == last:
+                    return message.content if isinstance(message, AssistantMessage) else None
         return None
 
     def close(self) -> None:
