@@ -2,7 +2,8 @@
 
 - beside a SQLite store ``<file>``: a SQLite file next to it, ``<file>.dbos.sqlite`` (DBOS 3.4 accepts any
   ``sqlite:///path`` as its system database; SQLite serves workers on one machine only);
-- for a PostgreSQL store: the same database, in its own schema ``threadline_dbos``;
+- for a PostgreSQL store: the same database, in a schema of its own: ``<store schema>_dbos`` for a store in
+  ``?schema=NAME``, else ``threadline_dbos`` (so two stores in one database never share their queued turns);
 - anywhere else with an explicit ``dbos_url`` (``--dbos URL``), in DBOS's default schema ``dbos`` for PostgreSQL.
 
 Every worker and client of one store must agree on this, which is why it is derived from the store URL.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import UserError
 
@@ -29,7 +31,8 @@ QUEUE_NAME = "threadline_turns"
 WORKFLOW_NAME = "threadline_turn"
 """The registered name of the turn workflow."""
 DBOS_SCHEMA = "threadline_dbos"
-"""The schema of DBOS's tables inside a PostgreSQL store's database."""
+"""The schema of DBOS's tables inside a PostgreSQL store's database, for a store in the default schema."""
+_OURS = ("schema", "pool_min", "pool_max")  # a PostgreSQL store URL's own query parameters
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,13 @@ def system_database(store: Store, store_url: str, dbos_url: str | None = None) -
         return SystemDatabase(dbos_url, "dbos")
     if isinstance(store, SQLiteStore):
         return SystemDatabase(f"sqlite:///{store.path}.dbos.sqlite", "dbos")
-    scheme = store_url.split("://", 1)[0].lower() if "://" in store_url else ""
-    if scheme in ("postgresql", "postgres"):
-        return SystemDatabase("postgresql://" + store_url.split("://", 1)[1], DBOS_SCHEMA)
+    parts = urlsplit(store_url)
+    if parts.scheme.lower() in ("postgresql", "postgres"):
+        # libpq's parameters stay; the store's own (schema, pool sizes) are not DBOS's.
+        theirs = [(key, value) for key, value in parse_qsl(parts.query, keep_blank_values=True) if key not in _OURS]
+        url = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(theirs), ""))
+        schema = getattr(store, "schema", None)
+        return SystemDatabase(url, f"{schema[:58]}_dbos" if schema else DBOS_SCHEMA)
     raise UserError(
         f"durable turns need a store that worker processes share (SQLite or PostgreSQL), not {store.url}; "
         "or give DBOS's own database with --dbos URL"
