@@ -2,6 +2,10 @@
 
 A process that only submits turns needs no worker code: it writes the queued turn into DBOS's system database with
 `dbos.DBOSClient`; any worker with the turn's app runs it. The store is read for the answer's text.
+
+Tool calls that wait for a person (docs/architecture.md#tool-calls-that-wait) are decided here too: `Client.approve`,
+``deny`` and ``submit_result`` record the decision in the store, through the library, then queue the turn's
+resumption; `Client.resume` queues it after a decision made elsewhere (the CLI, the viewer, the library).
 """
 
 from __future__ import annotations
@@ -11,10 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._ids import new_id
+from ..conversation.conversation import Conversation
 from ..errors import UserError
 from ..message_types import AssistantMessage
 from ..store import open_store
-from .config import APP_NAME, QUEUE_NAME, WORKFLOW_NAME, system_database
+from .config import APP_NAME, QUEUE_NAME, RESUME_WORKFLOW_NAME, WORKFLOW_NAME, system_database
 
 if TYPE_CHECKING:
     from dbos import DBOSClient
@@ -95,16 +100,136 @@ class Client:
         """
         if not isinstance(text, str) or not text:
             raise UserError("a turn needs a non-empty text")
+        return self._enqueue(WORKFLOW_NAME, key, app, conversation_id or new_id(), text)
+
+    def resume(self, conversation_id: str, *, app: str, key: str | None = None) -> TurnHandle:
+        """Queue the going-on of conversation ``conversation_id`` after its waiting calls were decided elsewhere
+        (the CLI, the viewer, `Conversation.approve`…): the approved calls run, then the model answers, with the
+        app named ``app``, after the conversation's earlier queued turns. Nothing new is asked.
+
+        It is queued even while calls still wait (a turn queued before may not have ended): the resumed turn then
+        ends ``"awaiting"`` at once; one on a log that ends with a finished answer asks the model nothing. ``key``
+        is the workflow id, as for `submit`.
+        """
+        return self._enqueue(RESUME_WORKFLOW_NAME, key, app, conversation_id)
+
+    def approve(
+        self,
+        conversation_id: str,
+        call_id: str,
+        *,
+        app: str,
+        by: str | None = None,
+        reason: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        scope: str = "call",
+        arguments_sha256: str | None = None,
+        key: str | None = None,
+    ) -> TurnHandle | None:
+        """Approve the waiting call ``call_id`` (`Conversation.approve`, recorded in the store now), then, once no
+        call of the conversation waits any more, queue its resumption with the app named ``app`` (`resume`).
+        ``key`` is the resumption's workflow id: a decision retried with a key already queued decides nothing again
+        and returns that resumption.
+
+        Returns:
+            The resumed turn's handle; None while other calls still wait (nothing is queued: decide them, and the
+            last decision queues the resumption).
+
+        Raises:
+            UserError: for edited ``arguments``: they are checked against the tool's schema, which this process
+                does not load; approve them with the library or ``threadline approve --arguments JSON -T ...``
+                where the tools are loaded, then call `resume`. Nothing is recorded or queued.
+            AwaitingDecision, UserError: as `Conversation.approve`; nothing is recorded or queued.
+        """
+        if arguments is not None:
+            raise UserError(
+                "the durable Client cannot approve a call with edited arguments: they are checked against the "
+                "tool's schema, and the Client does not load the app's tools; approve with the library "
+                "(Conversation.approve) or the CLI (threadline approve --arguments JSON -T module:tool), where the "
+                "tools are loaded, then queue the rest with Client.resume"
+            )
+        existing = self._existing(key)
+        if existing is not None:
+            return existing
+        conversation = Conversation.load(conversation_id, self.store)
+        conversation.approve(call_id, by=by, reason=reason, scope=scope, arguments_sha256=arguments_sha256)
+        return self._resume_when_decided(conversation, app, key)
+
+    def deny(
+        self,
+        conversation_id: str,
+        call_id: str,
+        *,
+        app: str,
+        by: str | None = None,
+        reason: str | None = None,
+        arguments_sha256: str | None = None,
+        key: str | None = None,
+    ) -> TurnHandle | None:
+        """Deny the waiting call ``call_id`` (`Conversation.deny`: the model reads ``"denied by <by>: <reason>"``),
+        then queue the resumption as `approve` does; None while other calls still wait.
+
+        Raises:
+            AwaitingDecision, UserError: as `Conversation.deny`; nothing is recorded or queued.
+        """
+        existing = self._existing(key)
+        if existing is not None:
+            return existing
+        conversation = Conversation.load(conversation_id, self.store)
+        conversation.deny(call_id, by=by, reason=reason, arguments_sha256=arguments_sha256)
+        return self._resume_when_decided(conversation, app, key)
+
+    def submit_result(
+        self,
+        conversation_id: str,
+        call_id: str,
+        content: Any,
+        *,
+        app: str,
+        is_error: bool = False,
+        key: str | None = None,
+    ) -> TurnHandle | None:
+        """Give the result of the external call ``call_id`` (`Conversation.submit_result`), then queue the
+        resumption as `approve` does; None while other calls still wait.
+
+        Raises:
+            AwaitingDecision, UserError: as `Conversation.submit_result`; nothing is recorded or queued.
+        """
+        existing = self._existing(key)
+        if existing is not None:
+            return existing
+        conversation = Conversation.load(conversation_id, self.store)
+        conversation.submit_result(call_id, content, is_error=is_error)
+        return self._resume_when_decided(conversation, app, key)
+
+    def _existing(self, key: str | None) -> TurnHandle | None:
+        """The workflow queued under ``key`` already, if any: a decision retried with its key decides nothing
+        again and returns the resumption it queued."""
+        if key is None:
+            return None
+        found = self.dbos.list_workflows(workflow_ids=[key], load_input=True, load_output=False)
+        if not found or found[0].input is None:
+            return None
+        return TurnHandle(self, key, str(found[0].input["args"][1]))
+
+    def _resume_when_decided(self, conversation: Conversation, app: str, key: str | None) -> TurnHandle | None:
+        """Queue the conversation's resumption, unless calls still wait (the decision just made is in memory)."""
+        if conversation.awaiting:
+            return None
+        return self._enqueue(RESUME_WORKFLOW_NAME, key, app, conversation.id)
+
+    def _enqueue(self, workflow_name: str, key: str | None, app: str, conversation_id: str, *args: str) -> TurnHandle:
+        """Queue ``workflow_name(app, conversation_id, *args)`` under the workflow id ``key`` (a new one by default),
+        on the conversation's partition of the queue: after its earlier turns, one at a time."""
         workflow_id = key or new_id()
-        target = conversation_id or new_id()
         options: dict[str, Any] = {
-            "workflow_name": WORKFLOW_NAME,
+            "workflow_name": workflow_name,
             "queue_name": QUEUE_NAME,
             "workflow_id": workflow_id,
-            "queue_partition_key": target,
+            "queue_partition_key": conversation_id,
         }
         # An id already used attaches to that turn ("return-existing", DBOS's default reuse policy).
-        self.dbos.enqueue(options, app, target, text)  # type: ignore[arg-type]
+        self.dbos.enqueue(options, app, conversation_id, *args)  # type: ignore[arg-type]
         return TurnHandle(self, workflow_id, self._inputs_of(workflow_id))
 
     def _inputs_of(self, workflow_id: str) -> str:

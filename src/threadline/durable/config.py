@@ -22,7 +22,16 @@ if TYPE_CHECKING:
 
     from ..store import Store
 
-__all__ = ["APP_NAME", "DBOS_SCHEMA", "QUEUE_NAME", "WORKFLOW_NAME", "SystemDatabase", "dbos_config", "system_database"]
+__all__ = [
+    "APP_NAME",
+    "DBOS_SCHEMA",
+    "QUEUE_NAME",
+    "RESUME_WORKFLOW_NAME",
+    "WORKFLOW_NAME",
+    "SystemDatabase",
+    "dbos_config",
+    "system_database",
+]
 
 APP_NAME = "threadline"
 """The DBOS application name of workers and clients (DBOS tags workflows and queues with it)."""
@@ -30,6 +39,8 @@ QUEUE_NAME = "threadline_turns"
 """The DBOS queue turns are enqueued on (partitioned by conversation id: one turn at a time per conversation)."""
 WORKFLOW_NAME = "threadline_turn"
 """The registered name of the turn workflow."""
+RESUME_WORKFLOW_NAME = "threadline_resume"
+"""The registered name of the workflow that goes on with a conversation after its waiting calls were decided."""
 DBOS_SCHEMA = "threadline_dbos"
 """The schema of DBOS's tables inside a PostgreSQL store's database, for a store in the default schema."""
 _OURS = ("schema", "pool_min", "pool_max")  # a PostgreSQL store URL's own query parameters

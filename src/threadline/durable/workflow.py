@@ -11,6 +11,10 @@ its small output (ids and a stop reason), while every message of the turn is in 
    ``@tool(idempotent=True)``; any other waits for a person ("it may have run": the turn ends ``"awaiting"``,
    docs/architecture.md#tool-calls-that-wait).
 
+The workflow ``threadline_resume`` is `continue_turn` alone: it goes on with a conversation after its waiting calls
+were decided (`Client.approve`, ``deny``, ``submit_result``, ``resume``), queued like a turn, after that
+conversation's earlier turns.
+
 A worker installs its store and apps with `install` before launching DBOS.
 """
 
@@ -28,13 +32,13 @@ from ..conversation.conversation import Conversation
 from ..engine.plan import mode_meta
 from ..message_types import DEFAULT_META, Message, MessageMeta, UserMessage
 from .apps import app_named
-from .config import WORKFLOW_NAME
+from .config import RESUME_WORKFLOW_NAME, WORKFLOW_NAME
 
 if TYPE_CHECKING:
     from ..builder import PromptBuilder
     from ..store import Store
 
-__all__ = ["continue_turn", "install", "record_request", "request_id", "threadline_turn"]
+__all__ = ["continue_turn", "install", "record_request", "request_id", "threadline_resume", "threadline_turn"]
 
 
 @dataclass
@@ -77,6 +81,20 @@ def threadline_turn(app: str, conversation_id: str, text: str) -> dict[str, str 
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None
     record_request(app, conversation_id, text, request_id(workflow_id))
+    return continue_turn(app, conversation_id)
+
+
+@DBOS.workflow(name=RESUME_WORKFLOW_NAME)
+def threadline_resume(app: str, conversation_id: str) -> dict[str, str | None]:
+    """Go on with the conversation after its waiting calls were decided: run the approved calls, then the model, as
+    a turn with no new request (one that still finds calls waiting ends ``"awaiting"`` at once).
+
+    Returns ``{"stop_reason": ..., "last_message_id": ...}``, as `threadline_turn`.
+
+    Raises:
+        UnknownApp: if this worker has no app ``app`` (nothing runs then).
+    """
+    app_named(_RUNTIME.apps, app)
     return continue_turn(app, conversation_id)
 
 

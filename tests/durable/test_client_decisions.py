@@ -1,0 +1,168 @@
+"""Deciding waiting tool calls through the durable `Client` (``approve``, ``deny``, ``submit_result``, ``resume``):
+the decision is recorded in the store, then the turn's resumption is queued and run by a real ``threadline
+worker``, with the fake OpenAI server as the model."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dbos")
+
+from tests.durable.test_worker import Workers
+from tests.providers.servers._base import Answer, ToolUse
+from tests.providers.servers.openai import FakeOpenAI
+from threadline.conversation.conversation import Conversation
+from threadline.durable import Client, TurnHandle
+from threadline.errors import AwaitingDecision, UserError
+
+APP = """
+from pathlib import Path
+
+import threadline
+
+HERE = Path(__file__).parent
+
+
+@threadline.tool(approval=True)
+def refund(amount: int) -> str:
+    \"\"\"Refund an amount (a person approves it first).\"\"\"
+    with open(HERE / "refunds", "a") as refunds:
+        refunds.write(f"{amount}\\n")
+    return f"refunded {amount}"
+
+
+@threadline.tool(external=True)
+def ship(parcel: str) -> str:
+    \"\"\"Ship a parcel (done outside, by the warehouse).\"\"\"
+    raise AssertionError("an external tool does not run here")
+
+
+chat = threadline.llm.model("openai:gpt-4o-mini").tools(refund, ship)
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake  # type: ignore[misc]
+
+
+@pytest.fixture
+def workers(tmp_path: Path, server: FakeOpenAI) -> Iterator[Workers]:
+    made = Workers(tmp_path, server)
+    (tmp_path / "decideapp.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+    try:
+        yield made
+    finally:
+        made.stop_all()
+
+
+def refund_call(amount: int) -> Answer:
+    return Answer(tool_calls=(ToolUse("refund", f'{{"amount": {amount}}}'),))
+
+
+def waiting_turn(client: Client, text: str = "Refund 5") -> tuple[str, list[str]]:
+    """Submit a turn that ends waiting; its conversation id and the ids of the calls that wait."""
+    handle = client.submit(text, app="chat")
+    assert handle.result(timeout=60).stop_reason == "awaiting"
+    waiting = Conversation.load(handle.conversation_id, client.store).awaiting
+    return handle.conversation_id, [w.call.id for w in waiting]
+
+
+def refunds(workers: Workers) -> list[str]:
+    path = workers.dir / "refunds"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_approve_queues_the_resumption_which_runs_the_call_once(workers: Workers, server: FakeOpenAI) -> None:
+    server.add(refund_call(5), Answer(text="Refunded 5."))
+    workers.start("decideapp:chat")
+    with Client(workers.url) as client:
+        cid, [call_id] = waiting_turn(client)
+        assert refunds(workers) == [] and server.count == 1
+        handle = client.approve(cid, call_id, app="chat", by="alice", key="approve-1")
+        assert isinstance(handle, TurnHandle) and (handle.id, handle.conversation_id) == ("approve-1", cid)
+        outcome = handle.result(timeout=60)
+        assert (outcome.stop_reason, outcome.text) == ("end", "Refunded 5.")
+        # The same key again decides nothing and returns the same resumption.
+        again = client.approve(cid, call_id, app="chat", by="alice", key="approve-1")
+        assert again is not None and again.id == "approve-1"
+        log = client.store.load(cid)
+    log.validate()
+    assert refunds(workers) == ["5"]
+    assert server.count == 2
+    assert [(m.role, getattr(m, "state", None)) for m in log] == [
+        ("user", None), ("assistant", None),
+        ("approval", "requested"), ("approval", "approved"), ("approval", "started"),
+        ("tool", None), ("assistant", None),
+    ]  # fmt: skip
+
+
+def test_deny_queues_the_resumption_and_the_model_reads_the_denial(workers: Workers, server: FakeOpenAI) -> None:
+    server.add(refund_call(500), Answer(text="I cannot refund that."))
+    workers.start("decideapp:chat")
+    with Client(workers.url) as client:
+        cid, [call_id] = waiting_turn(client, "Refund 500")
+        handle = client.deny(cid, call_id, app="chat", by="bob", reason="too much")
+        assert handle is not None
+        assert handle.result(timeout=60).text == "I cannot refund that."
+        client.store.load(cid).validate()
+    assert refunds(workers) == []
+    assert "denied by bob: too much" in str(server.bodies[-1])
+
+
+def test_the_last_decision_queues_the_resumption(workers: Workers, server: FakeOpenAI) -> None:
+    server.add(
+        Answer(tool_calls=(ToolUse("refund", '{"amount": 1}'), ToolUse("ship", '{"parcel": "p1"}'))),
+        Answer(text="Refunded and shipped."),
+    )
+    workers.start("decideapp:chat")
+    with Client(workers.url) as client:
+        cid, [refund_id, ship_id] = waiting_turn(client, "Refund 1 and ship p1")
+        assert client.approve(cid, refund_id, app="chat") is None  # the shipment still waits: nothing queued
+        handle = client.submit_result(cid, ship_id, "shipped p1", app="chat")
+        assert handle is not None
+        assert handle.result(timeout=60).text == "Refunded and shipped."
+        client.store.load(cid).validate()
+    assert refunds(workers) == ["1"]
+    assert server.count == 2
+    assert "shipped p1" in str(server.bodies[-1])
+
+
+def test_a_decision_on_a_call_that_does_not_wait_queues_nothing(workers: Workers, server: FakeOpenAI) -> None:
+    server.add(refund_call(5), Answer(text="Refunded 5."))
+    workers.start("decideapp:chat")
+    with Client(workers.url) as client:
+        cid, [call_id] = waiting_turn(client)
+        before = len(client.dbos.list_workflows())
+        with pytest.raises(AwaitingDecision, match="does not wait"):
+            client.approve(cid, "call-nope", app="chat")
+        with pytest.raises(AwaitingDecision, match="not a result"):
+            client.submit_result(cid, call_id, "done", app="chat")
+        with pytest.raises(UserError, match="edited arguments"):
+            client.approve(cid, call_id, app="chat", arguments={"amount": 4})
+        assert len(client.dbos.list_workflows()) == before
+        assert [w.call.id for w in Conversation.load(cid, client.store).awaiting] == [call_id]
+    assert server.count == 1
+    assert refunds(workers) == []
+
+
+def test_resume_after_a_decision_made_with_the_library(workers: Workers, server: FakeOpenAI) -> None:
+    server.add(refund_call(7), Answer(text="Refunded 7."))
+    workers.start("decideapp:chat")
+    with Client(workers.url) as client:
+        cid, [call_id] = waiting_turn(client)
+        Conversation.load(cid, client.store).approve(call_id, by="carol")
+        handle = client.resume(cid, app="chat")
+        assert handle.conversation_id == cid
+        outcome = handle.result(timeout=60)
+        assert (outcome.stop_reason, outcome.text) == ("end", "Refunded 7.")
+        # Resuming a conversation that ended asks the model nothing.
+        assert client.resume(cid, app="chat").result(timeout=60) == outcome
+        client.store.load(cid).validate()
+    assert refunds(workers) == ["7"]
+    assert server.count == 2
