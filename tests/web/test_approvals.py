@@ -11,8 +11,8 @@ import httpx
 from tests.web.test_approvals_browser import pay_call, payments, waiting_conversation
 from threadline import AssistantMessage, UserMessage
 from threadline.message_list import call_waits
+from threadline.store import whole_tool_groups as whole_groups
 from threadline.testing import ScriptedModel
-from threadline.web.state import whole_groups
 from threadline.web.timeline import build_items
 
 TOKEN = "s3cret-t0ken-value"
@@ -134,7 +134,7 @@ def test_approval_entries_fold_into_their_call_everywhere(sqlite_store, serve) -
 
 
 def test_a_tail_decides_what_waits_not_the_whole_log(sqlite_store) -> None:
-    from threadline.web.approvals import waiting_calls
+    from threadline.store import stored_awaiting as waiting_calls
 
     conv, _, _ = _waiting(sqlite_store)
     assert [call.call.id for call in waiting_calls(sqlite_store, conv.id)] == ["pay-1"]

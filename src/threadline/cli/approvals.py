@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..store import stored_awaiting
 from ._errors import EXIT_USAGE, CommandError, friendly_errors
 from ._terminal import visible, visible_json
 from .store_option import open_cli_store, store_option
@@ -34,13 +35,11 @@ __all__ = [
     "next_step",
     "resume",
     "submit",
-    "waiting_in",
 ]
 
 SHORT_HASH = 12
 """How many hex digits of an arguments hash the text output shows (``--sha256`` takes that many or more)."""
 
-TAIL_PAGE = 32
 """How many messages are read at a time from the end of a log to find its latest tool calls."""
 
 LIST_PAGE = 100
@@ -57,34 +56,13 @@ def default_by() -> str:
         return "cli"
 
 
-def waiting_in(store: Store, conversation_id: str) -> list[AwaitingCall]:
-    """The calls of a stored conversation that wait, read from the end of its log only: the latest assistant
-    message and what follows it (never the whole log).
-
-    Raises:
-        StoreError: if the store has no conversation with that id.
-    """
-    from ..message_list import call_waits
-    from ..message_types import AssistantMessage, UserMessage
-
-    page = store.read_tail(conversation_id, TAIL_PAGE)
-    messages, seqs, has_older = list(page.messages), list(page.seqs), page.has_older
-    # call_waits walks back to the latest assistant (or user) message: read back until the tail holds one.
-    while has_older and seqs and not any(isinstance(m, (AssistantMessage, UserMessage)) for m in messages):
-        more = store.read_tail(conversation_id, TAIL_PAGE, before=seqs[0])
-        if not more.messages:
-            break
-        messages[:0], seqs[:0], has_older = more.messages, more.seqs, more.has_older
-    return call_waits(messages).waiting
-
-
 def _all_waiting(store: Store) -> Iterator[tuple[str, list[AwaitingCall]]]:
     """Every conversation of the store whose log ends with calls that wait, most recently updated first."""
     offset = 0
     while True:
         infos = store.list_conversations(limit=LIST_PAGE, offset=offset)
         for info in infos:
-            waiting = waiting_in(store, info.id)
+            waiting = stored_awaiting(store, info.id)
             if waiting:
                 yield info.id, waiting
         if len(infos) < LIST_PAGE:
@@ -165,7 +143,7 @@ def awaiting(conversation_id: str | None, as_json: bool, store_url: str | None) 
     conversation whose log ends with such calls. Only the end of each log is read."""
     with open_cli_store(store_url) as store:
         if conversation_id is not None:
-            found = [(conversation_id, waiting_in(store, conversation_id))]
+            found = [(conversation_id, stored_awaiting(store, conversation_id))]
         else:
             found = list(_all_waiting(store))
         url = store.url

@@ -24,7 +24,16 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import UserError
-from .base import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo, Store, whole_tool_groups
+from .base import (
+    ConversationInfo,
+    ConversationSummary,
+    ImportItem,
+    MessagePage,
+    PageInfo,
+    Store,
+    stored_awaiting,
+    whole_tool_groups,
+)
 from .capabilities import ArtifactStore, BrowsableStore, CacheStore, ConversationStore, PageStore
 
 __all__ = [
@@ -43,6 +52,7 @@ __all__ = [
     "default_store",
     "latest_conversation_id",
     "open_store",
+    "stored_awaiting",
     "whole_tool_groups",
 ]
 

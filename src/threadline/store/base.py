@@ -29,7 +29,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from .._cache_keys import conversation_cache_prefix
-from ..message_types import ApprovalMessage, ToolMessage
+from ..message_list import AwaitingCall, call_waits
+from ..message_types import ApprovalMessage, AssistantMessage, ToolMessage, UserMessage
 from ._search import query_words, search_text, words_match
 from .capabilities import ArtifactStore, BrowsableStore, CacheStore, ConversationStore, PageStore
 from .records import ConversationInfo, ConversationSummary, ImportItem, MessagePage, PageInfo
@@ -42,6 +43,7 @@ __all__ = [
     "PageInfo",
     "Store",
     "conversation_cache_prefix",
+    "stored_awaiting",
     "whole_tool_groups",
 ]
 
@@ -146,3 +148,24 @@ def whole_tool_groups(store: Store, conversation_id: str, page: MessagePage) -> 
         messages[:0], seqs[:0] = more.messages[start:], more.seqs[start:]
         has_older = start > 0 or more.has_older
     return MessagePage(messages, seqs, has_older)
+
+
+_TAIL_PAGE = 32
+
+
+def stored_awaiting(store: Store, conversation_id: str) -> list[AwaitingCall]:
+    """The calls of a stored conversation that wait, read from the end of its log only (the latest assistant
+    message and what follows it), never the whole log: what the CLI's ``awaiting`` and the viewer's list show.
+
+    Raises:
+        StoreError: if the store has no conversation with that id.
+    """
+    page = store.read_tail(conversation_id, _TAIL_PAGE)
+    messages, seqs, has_older = list(page.messages), list(page.seqs), page.has_older
+    # call_waits walks back to the latest assistant (or user) message: read back until the tail holds one.
+    while has_older and seqs and not any(isinstance(m, (AssistantMessage, UserMessage)) for m in messages):
+        more = store.read_tail(conversation_id, _TAIL_PAGE, before=seqs[0])
+        if not more.messages:
+            break
+        messages[:0], seqs[:0], has_older = more.messages, more.seqs, more.has_older
+    return call_waits(messages).waiting

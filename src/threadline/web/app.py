@@ -43,9 +43,9 @@ from .. import __version__
 from ..errors import StoreError
 from ..message_types import MODES, ApprovalMessage, AssistantMessage, Message, ToolMessage, content_for_model
 from ..models import DEFAULT_MODELS, Model, default_model_name
-from ..store import MessagePage, Store, open_store
+from ..store import MessagePage, Store, open_store, stored_awaiting, whole_tool_groups
 from ..store.capabilities import ArtifactStore, BrowsableStore, ConversationStore, PageStore, require
-from .approvals import decide_call, waiting_calls
+from .approvals import decide_call
 from .branches import ForkPoint, compare, fork, fork_point, rename
 from .downloads import content_disposition
 from .find import Finding, find
@@ -55,7 +55,7 @@ from .outline import outline_page
 from .reading import PART_CHARS, artifact_text, full_text
 from .render import markup, page_document, pager_query, render_items, stylesheet
 from .security import PAGE_CSP, Guard
-from .state import MAX_PARAM, Viewer, in_thread, int_param, whole_groups
+from .state import MAX_PARAM, Viewer, in_thread, int_param
 from .timeline import Item, approval_line, build_items, fork_links, note_match_past_cut
 from .turns import TurnBusy
 
@@ -223,7 +223,7 @@ def _waiting_of(store: Store, ids: list[str]) -> dict[str, list[str]]:
     """For each conversation, what its calls that wait wait for (``"approval"``, ``"result"``), from its tail."""
     found: dict[str, list[str]] = {}
     for cid in ids:
-        kinds = ["result" if call.kind == "external" else "approval" for call in waiting_calls(store, cid)]
+        kinds = ["result" if call.kind == "external" else "approval" for call in stored_awaiting(store, cid)]
         if kinds:
             found[cid] = kinds
     return found
@@ -253,7 +253,7 @@ def _read_part(
     else:
         page = store.read_tail(cid, PAGE_SIZE, before=before)
         at_end = before is None or not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
-    page = whole_groups(store, cid, page)
+    page = whole_tool_groups(store, cid, page)
     if at_end:
         end_seq = page.last_seq if page.last_seq is not None else -1
     else:
@@ -301,7 +301,7 @@ def _read_more(store: Store, cid: str, before: int | None, after: int | None) ->
         page = store.read_after(cid, after, PAGE_SIZE)
         at_end = not page.seqs or not store.read_after(cid, page.seqs[-1], 1).messages
         return page, at_end, _forks_of(store, cid)[0]
-    page = whole_groups(store, cid, store.read_tail(cid, PAGE_SIZE, before=before))
+    page = whole_tool_groups(store, cid, store.read_tail(cid, PAGE_SIZE, before=before))
     return page, False, _forks_of(store, cid)[0]
 
 

@@ -19,26 +19,18 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from .._exception_text import readable_message
 from ..conversation import Conversation, ConversationConfig
 from ..errors import ConversationBusy, UserError
-from ..message_list import AwaitingCall, call_waits
 from ..message_types import AssistantMessage
 from ..models import Model
-from ..store import Store
-from .state import Viewer, in_thread, whole_groups
+from .state import Viewer, in_thread
 from .turns import TurnBusy
 
-__all__ = ["DECIDED_BY", "MAX_RESULT", "decide_call", "waiting_calls"]
+__all__ = ["DECIDED_BY", "MAX_RESULT", "decide_call"]
 
 DECIDED_BY = "viewer"
 """Who a decision made in the viewer is logged as (the viewer has no accounts)."""
 
 MAX_RESULT = 1_000_000
 MAX_REASON = 2_000
-TAIL = 16
-
-
-def waiting_calls(store: Store, conversation_id: str) -> list[AwaitingCall]:
-    """The calls of a conversation that wait, read from its tail only (its latest tool group), never the whole log."""
-    return call_waits(whole_groups(store, conversation_id, store.read_tail(conversation_id, TAIL)).messages).waiting
 
 
 def _resume_model(viewer: Viewer, conversation: Conversation) -> str | Model:

@@ -13,15 +13,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from .. import __version__
-from ..message_types import ApprovalMessage, Message, ToolMessage
+from ..message_types import Message
 from ..models import Model
-from ..store import MessagePage, Store
+from ..store import MessagePage, Store, whole_tool_groups
 from .live import TurnEvents
 from .render import environment, epoch_ms, iso, render_items, render_tool_part
 from .timeline import ToolView, build_items
 from .turns import TurnRunner
 
-__all__ = ["MAX_PARAM", "Viewer", "in_thread", "int_param", "whole_groups"]
+__all__ = ["MAX_PARAM", "Viewer", "in_thread", "int_param"]
 
 
 class Viewer:
@@ -53,7 +53,7 @@ class Viewer:
         A result whose call was appended earlier is rendered with that call (read back from the store), so the
         group it completes on the page shows the same arguments, output and buttons as after a reload.
         """
-        whole = whole_groups(self.store, cid, page)
+        whole = whole_tool_groups(self.store, cid, page)
         fresh: dict[str | None, tuple[Message, int]] = {
             message.id: (message, seq) for message, seq in zip(page.messages, page.seqs, strict=True)
         }
@@ -125,18 +125,3 @@ def int_param(request: Request, name: str, minimum: int = -1) -> int | None:
     if number is None or not minimum <= number <= MAX_PARAM:
         raise HTTPException(400, f"{name} must be an integer from {minimum} to {MAX_PARAM:,}")
     return number
-
-
-def whole_groups(store: Store, conversation_id: str, page: MessagePage) -> MessagePage:
-    """``page`` made to start with a whole tool group: while it starts with tool results or approval entries, the
-    messages before them are read back (a few at a time) to their call, so each is shown in its call's group."""
-    messages, seqs, has_older = list(page.messages), list(page.seqs), page.has_older
-    while messages and isinstance(messages[0], ToolMessage | ApprovalMessage) and has_older:
-        more = store.read_tail(conversation_id, 8, before=seqs[0])
-        if not more.messages:
-            break
-        starts = [i for i, m in enumerate(more.messages) if not isinstance(m, ToolMessage | ApprovalMessage)]
-        start = starts[-1] if starts else 0
-        messages[:0], seqs[:0] = more.messages[start:], more.seqs[start:]
-        has_older = start > 0 or more.has_older
-    return MessagePage(messages, seqs, has_older)
