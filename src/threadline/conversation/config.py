@@ -25,6 +25,7 @@ from ..engine.plan import (
 )
 from ..errors import UserError
 from ..models.base import Model, ReasoningSettings
+from ..tools.tool import approval_problem
 
 __all__ = [
     "CONFIG_FIELDS",
@@ -130,8 +131,7 @@ def config_problem(key: str, value: Any) -> str | None:
         ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0)
         return None if ok else f"busy_timeout must be a number of seconds > 0 (or None), got {value!r}"
     if key == "approval":
-        ok = value is None or isinstance(value, bool) or callable(value)
-        return None if ok else f"approval must be True, False or a function of the call, got {type(value).__name__}"
+        return approval_problem(value)
     if key in SETTING_KEYS or key in TURN_KEYS:
         return setting_problem(key, value)
     return None

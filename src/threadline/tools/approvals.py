@@ -9,7 +9,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..errors import UserError
-from .tool import Tool
+from .tool import Tool, check_waits
 
 __all__ = ["approved_call", "call_approved", "set_approval"]
 
@@ -62,10 +62,4 @@ def set_approval(tools: Iterable[Tool], approval: bool | Mapping[str, Any] | Non
     else:
         chosen = [(tool, approval) for tool in tools]
     for tool, rule in chosen:
-        if not (rule is None or isinstance(rule, bool) or callable(rule)):
-            raise UserError(
-                f"tool {tool.name!r}: approval must be True, False or a function, got {type(rule).__name__}"
-            )
-        if tool.external and rule:
-            raise UserError(f"tool {tool.name!r}: an external tool waits for its result already; it takes no approval")
-        tool.approval = rule
+        tool.approval, _ = check_waits(tool.name, rule, tool.external)

@@ -10,7 +10,7 @@ from ..errors import UserError
 from ..models.base import ToolSpec
 from .schema import is_async_callable, signature_of
 
-__all__ = ["Tool", "ToolArgumentsError", "as_tool", "tool"]
+__all__ = ["Tool", "ToolArgumentsError", "approval_problem", "as_tool", "check_waits", "tool"]
 
 
 class ToolArgumentsError(Exception):
@@ -66,7 +66,7 @@ class Tool:
         self.name: str = name or fn_name
         if not isinstance(self.name, str) or not self.name:
             raise UserError("a tool needs a non-empty name")
-        self.approval, self.external = _waits(self.name, approval, external)
+        self.approval, self.external = check_waits(self.name, approval, external)
         self.idempotent = _flag(self.name, "idempotent", idempotent)
         signature = signature_of(handler, self.name)
         self.description: str = description if description is not None else signature.summary
@@ -117,7 +117,7 @@ class Tool:
         if not isinstance(parameters, Mapping):
             raise UserError(f"tool {name!r}: its parameters must be a JSON schema object")
         made = cls.__new__(cls)
-        made.approval, made.external = _waits(name, approval, external)
+        made.approval, made.external = check_waits(name, approval, external)
         made.idempotent = _flag(name, "idempotent", idempotent)
         made.name = name
         made.description = description
@@ -182,10 +182,23 @@ def _flag(name: str, what: str, value: Any) -> bool:
     return value
 
 
-def _waits(name: str, approval: Any, external: Any) -> tuple[Any, bool]:
-    """A tool's ``approval`` and ``external``, checked."""
-    if not (approval is None or isinstance(approval, bool) or callable(approval)):
-        raise UserError(f"tool {name!r}: approval must be True, False or a function, got {type(approval).__name__}")
+def approval_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be an approval rule (of a tool, or a turn's policy), or None: it must be True, False,
+    None or a function."""
+    if value is None or isinstance(value, bool) or callable(value):
+        return None
+    return f"approval must be True, False or a function, got {type(value).__name__}"
+
+
+def check_waits(name: str, approval: Any, external: Any) -> tuple[Any, bool]:
+    """A tool's ``approval`` and ``external``, checked.
+
+    Raises:
+        UserError: for a value either cannot be, or an external tool given an approval rule.
+    """
+    problem = approval_problem(approval)
+    if problem is not None:
+        raise UserError(f"tool {name!r}: {problem}")
     _flag(name, "external", external)
     if external and approval:
         raise UserError(f"tool {name!r}: an external tool waits for its result already; it takes no approval")

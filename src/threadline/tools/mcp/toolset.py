@@ -31,7 +31,7 @@ from ...errors import UserError
 from ...tracing import hooks as tracing
 from ..approvals import set_approval
 from ..base_toolset import BaseToolset
-from ..tool import Tool, ToolArgumentsError
+from ..tool import Tool, ToolArgumentsError, approval_problem
 from .connection import MCPConnection, MCPConnectionError, MCPToolError, ServerListing, safe_url
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class MCPToolset(BaseToolset):
         approval: bool | Mapping[str, Any] | None = None,
     ) -> None:
         argv, endpoint = _check_target(command, url)
-        if not (approval is None or isinstance(approval, (bool, Mapping)) or callable(approval)):
+        if not isinstance(approval, Mapping) and approval_problem(approval) is not None:
             raise UserError(f"approval must be True, False, a function or a mapping, got {type(approval).__name__}")
         self._approval = approval
         if env is not None and (
