@@ -17,7 +17,7 @@ from .waits import (
     RECOVERED_REASON,
     STOPPED_REASON,
     RoundGates,
-    denial_text,
+    denial_result,
     request_entry,
     round_gates,
     started_entry,
@@ -169,9 +169,7 @@ async def settle(
             "Conversation.load(id, store, ConversationConfig(tools=[...])), then resume); nothing was run"
         )
     for call, decision in waits.denied:
-        text = denial_text(decision.by, decision.reason)
-        denied = ToolMessage(tool_call_id=call.id, tool_name=call.name, content=text, is_error=True)
-        yield with_meta(denied, options)
+        yield with_meta(denial_result(call, decision.by, decision.reason), options)
     reruns: list[ToolCall] = []
     if recovering:
         # The turn's process died with these calls unanswered (a durable worker's recovery): an idempotent tool's

@@ -50,7 +50,7 @@ from ..tools import ResolvedTools
 from ..tracing import hooks as tracing
 from .plan import TurnOptions
 from .response import check_response
-from .rounds import run_tools, settle
+from .rounds import interrupted, run_tools, settle
 from .waits import round_gates
 
 if TYPE_CHECKING:
@@ -335,11 +335,11 @@ def repair_pending(host: TurnHost, meta: Any = None, calls: Iterable[ToolCall] |
 def interrupted_results(calls: Iterable[ToolCall], meta: Any = None) -> list[ToolMessage]:
     """The ``interrupted`` error results that answer ``calls`` (a crash left them unanswered), in call order, with
     ``meta`` (None: the shared default); not recorded."""
-    meta = meta if meta is not None else DEFAULT_META
-    return [
-        ToolMessage(tool_call_id=call.id, tool_name=call.name, content=INTERRUPTED_TOOL, is_error=True, meta=meta)
-        for call in calls
-    ]
+    results = [interrupted(call) for call in calls]
+    if meta is not None:
+        for result in results:
+            result.meta = meta
+    return results
 
 
 async def _call_model(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._exception_text import describe_exception
 from ..message_list import approved_by_rule
-from ..message_types import ApprovalKind, ApprovalMessage, Message, ToolCall, arguments_sha256
+from ..message_types import ApprovalKind, ApprovalMessage, Message, ToolCall, ToolMessage, arguments_sha256
 
 if TYPE_CHECKING:
     from ..tools import Tool
@@ -31,9 +31,8 @@ __all__ = [
     "ApprovalPolicy",
     "Gate",
     "RoundGates",
-    "check_policy",
     "decision_entry",
-    "denial_text",
+    "denial_result",
     "request_entry",
     "round_gates",
     "started_entry",
@@ -55,20 +54,10 @@ STOPPED_REASON = (
 DENIED = "denied by {by}: {reason}"
 
 
-def check_policy(policy: Any, what: str) -> None:
-    """Refuse an approval policy that is not True, False, None or a callable, naming ``what`` it was given to.
-
-    Raises:
-        TypeError: for anything else.
-    """
-    if policy is None or isinstance(policy, bool) or callable(policy):
-        return
-    raise TypeError(f"{what}: approval must be True, False or a function, got {type(policy).__name__}")
-
-
-def denial_text(by: str | None, reason: str | None) -> str:
-    """The error result a denied call gets (what the model reads)."""
-    return DENIED.format(by=by or "a person", reason=reason or "no reason given")
+def denial_result(call: ToolCall, by: str | None, reason: str | None) -> ToolMessage:
+    """The error result a denied call gets (what the model reads: ``denied by <by>: <reason>``)."""
+    text = DENIED.format(by=by or "a person", reason=reason or "no reason given")
+    return ToolMessage(tool_call_id=call.id, tool_name=call.name, content=text, is_error=True)
 
 
 class Gate:
