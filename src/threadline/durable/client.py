@@ -227,6 +227,8 @@ class Client:
             "queue_name": QUEUE_NAME,
             "workflow_id": workflow_id,
             "queue_partition_key": conversation_id,
+            # So the viewer and ``--status`` find a conversation's turns (`threadline.durable.status`).
+            "attributes": {"conversation_id": conversation_id, "app": app},
         }
         # An id already used attaches to that turn ("return-existing", DBOS's default reuse policy).
         self.dbos.enqueue(options, app, conversation_id, *args)  # type: ignore[arg-type]
