@@ -56,11 +56,20 @@ def test_the_float_options_are_the_ones_checked_here() -> None:
         ("prompt", "--wait"),
         ("chat", "--temperature"),
         ("chat", "--wait"),
+        ("worker", "--poll"),
+        ("enqueue", "--wait"),
     }
 
 
+# The commands with a float option that do not talk to a model themselves: what else they need to start.
+NOT_MODEL_COMMANDS = {"worker": ["--app", "myapp:chat"], "enqueue": ["Hello", "--app", "chat"]}
+
+
 def run(command: str, option: str, value: str, server: FakeOpenAI, store_url: str) -> subprocess.CompletedProcess[str]:
-    args = [*command.split(), f"{option}={value}", "-m", "openai:gpt-4o-mini"]
+    if command in NOT_MODEL_COMMANDS:
+        args = [command, f"{option}={value}", *NOT_MODEL_COMMANDS[command]]
+    else:
+        args = [*command.split(), f"{option}={value}", "-m", "openai:gpt-4o-mini"]
     if command == "prompt":
         args.append("Hello")
     return run_cli(
@@ -89,7 +98,9 @@ def test_infinity_and_nan_are_refused_with_one_line_and_nothing_is_sent_or_store
         assert store.list_conversations() == []
 
 
-@pytest.mark.parametrize(("command", "option"), float_options())
+@pytest.mark.parametrize(
+    ("command", "option"), [found for found in float_options() if found[0] not in NOT_MODEL_COMMANDS]
+)
 def test_a_finite_value_still_works(command: str, option: str, openai: FakeOpenAI, tmp_path: Path) -> None:
     openai.reply("Hi!")
     done = run(command, option, "0.5", openai, f"sqlite://{tmp_path / 'store.db'}")

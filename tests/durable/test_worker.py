@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ pytest.importorskip("dbos")
 from tests.providers.servers._base import Answer, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
 from threadline.durable import Client, UnknownApp
+from threadline.errors import UserError
 from threadline.message_list import call_waits
 from threadline.message_types import ToolMessage, UserMessage
 
@@ -63,6 +64,7 @@ def charge(amount: int) -> str:
 
 
 chat = threadline.llm.model("openai:gpt-4o-mini").tools(add, slow, charge)
+billing = threadline.llm.model("openai:gpt-4o-mini").tools(add)
 """
 
 
@@ -90,10 +92,14 @@ class Workers:
         }
         self.running: list[subprocess.Popen[str]] = []
 
-    def start(self, *apps: str, worker_id: str = "worker") -> subprocess.Popen[str]:
-        args = [sys.executable, "-m", "threadline", "worker", "--store", self.url, "--id", worker_id]
+    def command(self, *apps: str, worker_id: str = "worker", extra: Sequence[str] = ()) -> list[str]:
+        args = [sys.executable, "-m", "threadline", "worker", "--store", self.url, "--id", worker_id, *extra]
         for app in apps or ("myapp:chat",):
             args += ["--app", app]
+        return args
+
+    def start(self, *apps: str, worker_id: str = "worker", extra: Sequence[str] = ()) -> subprocess.Popen[str]:
+        args = self.command(*apps, worker_id=worker_id, extra=extra)
         process = subprocess.Popen(
             args, cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
         )
@@ -195,8 +201,21 @@ def test_a_second_turn_continues_the_conversation(workers: Workers, server: Fake
     ]  # fmt: skip
 
 
-def test_a_worker_without_the_app_fails_the_turn_clearly(workers: Workers, server: FakeOpenAI) -> None:
+def test_an_app_no_worker_offers_cannot_be_submitted(workers: Workers, server: FakeOpenAI) -> None:
     workers.start()
+    with Client(workers.url) as client:
+        with pytest.raises(UserError, match=r"no worker has offered app 'billing'.*--app module:billing"):
+            client.submit("Hi", app="billing")
+        assert client.store.list_conversations() == []
+    assert server.count == 0
+
+
+def test_a_worker_without_the_app_fails_the_turn_clearly(workers: Workers, server: FakeOpenAI) -> None:
+    # A worker offered "billing" and stopped; the one running now serves another app on the same provider's queue.
+    first = workers.start("myapp:billing", worker_id="w1")
+    first.terminate()
+    assert first.wait(30) == 0
+    workers.start("myapp:chat", worker_id="w2")
     with Client(workers.url) as client:
         handle = client.submit("Hi", app="billing")
         with pytest.raises(UnknownApp, match=r"no app 'billing' \(its apps: chat\)"):

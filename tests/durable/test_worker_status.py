@@ -54,7 +54,9 @@ def test_status_lists_the_running_turn_with_its_worker_and_the_one_queued_behind
         first = client.submit("Run slow", app="chat")
         wait_for(lambda: (workers.dir / "started").exists(), "the tool to start")
         second = client.submit("And then?", app="chat", conversation_id=first.conversation_id)
-        lines = status(workers).splitlines()
+        shown = status(workers).splitlines()
+        assert shown[0] == "queue threadline_turns.openai: no rate limit, no limit per worker", shown
+        lines = shown[1:]
         assert len(lines) == 2, lines
         running, queued = sorted(lines, key=lambda line: not line.startswith("running"))
         assert running.startswith("running") and "on w7" in running and f"turn {first.id}" in running
@@ -63,7 +65,7 @@ def test_status_lists_the_running_turn_with_its_worker_and_the_one_queued_behind
         (workers.dir / "go").write_text("")
         assert first.result(timeout=60).text == "First."
         assert second.result(timeout=60).text == "Second."
-    assert status(workers).strip() == "No turn is queued or running."
+    assert status(workers).splitlines()[1:] == ["No turn is queued or running."]
 
 
 def test_a_worker_without_an_app_is_a_usage_error(workers: Workers) -> None:

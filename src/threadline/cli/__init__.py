@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "submit": "approvals:submit",
     "resume": "approvals:resume",
     "worker": "worker:worker",
+    "enqueue": "worker:enqueue",
 }
 
 

@@ -11,8 +11,10 @@ from collections.abc import Iterable, Mapping
 
 from ..builder import PromptBuilder
 from ..errors import UserError
+from ..models import default_model_name
+from ..models.base import Model
 
-__all__ = ["UnknownApp", "app_named", "load_apps"]
+__all__ = ["UnknownApp", "app_named", "app_provider", "load_apps"]
 
 
 class UnknownApp(Exception):
@@ -61,3 +63,17 @@ def app_named(apps: Mapping[str, PromptBuilder], name: str) -> PromptBuilder:
         have = ", ".join(sorted(apps)) or "none"
         raise UnknownApp(f"this worker has no app {name!r} (its apps: {have}); start it with --app module:{name}")
     return builder
+
+
+def app_provider(builder: PromptBuilder) -> str:
+    """The provider an app's model is on: the prefix of its model name (``openai`` for ``openai:gpt-4o``,
+    ``local`` for the default model), which names the queue its turns wait on and the ``--limit`` that applies."""
+    config = builder.delta_config
+    model = config.get("model")
+    if isinstance(model, Model):
+        name = model.name
+    elif isinstance(model, str):
+        name = model
+    else:
+        name = config.get("provider") or default_model_name()
+    return name.strip().partition(":")[0] or "local"

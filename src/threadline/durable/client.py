@@ -19,7 +19,14 @@ from ..conversation.conversation import Conversation
 from ..errors import UserError
 from ..message_types import AssistantMessage
 from ..store import open_store
-from .config import APP_NAME, QUEUE_NAME, RESUME_WORKFLOW_NAME, WORKFLOW_NAME, system_database
+from .config import (
+    APP_NAME,
+    APP_RECORD_PREFIX,
+    APP_WORKFLOW_NAME,
+    RESUME_WORKFLOW_NAME,
+    WORKFLOW_NAME,
+    system_database,
+)
 
 if TYPE_CHECKING:
     from dbos import DBOSClient
@@ -79,14 +86,16 @@ class Client:
         store_url: The store the workers use (SQLite or PostgreSQL).
         dbos_url: DBOS's system database, when the workers were given ``--dbos URL`` (see `threadline.durable.config`).
 
-    A worker must have started once on this store before: it creates DBOS's tables.
+    Turns of an app are queued on the queue of its model's provider, which the workers serving it recorded when
+    they started: an app no worker has offered yet on this store cannot be submitted (`UserError`).
     """
 
     def __init__(self, store_url: str, *, dbos_url: str | None = None) -> None:
-        from dbos import DBOSClient
+        from dbos import DBOS, DBOSClient
 
         self.store: Store = open_store(store_url)
         database = system_database(self.store, store_url, dbos_url)
+        DBOS.migrate(database.url, schema=database.schema)  # DBOS's tables, if no worker made them yet
         self.dbos: DBOSClient = DBOSClient(
             system_database_url=database.url, dbos_system_schema=database.schema, application_name=APP_NAME
         )
@@ -224,7 +233,7 @@ class Client:
         workflow_id = key or new_id()
         options: dict[str, Any] = {
             "workflow_name": workflow_name,
-            "queue_name": QUEUE_NAME,
+            "queue_name": self.queue_of(app),
             "workflow_id": workflow_id,
             "queue_partition_key": conversation_id,
             # So the viewer and ``--status`` find a conversation's turns (`threadline.durable.status`).
@@ -233,6 +242,28 @@ class Client:
         # An id already used attaches to that turn ("return-existing", DBOS's default reuse policy).
         self.dbos.enqueue(options, app, conversation_id, *args)  # type: ignore[arg-type]
         return TurnHandle(self, workflow_id, self._inputs_of(workflow_id))
+
+    def queue_of(self, app: str) -> str:
+        """The queue the turns of ``app`` go on: the one the newest worker serving it recorded at its start.
+
+        Raises:
+            UserError: if no worker has offered ``app`` on this store yet.
+        """
+        found = self.dbos.list_workflows(
+            name=APP_WORKFLOW_NAME,
+            workflow_id_prefix=f"{APP_RECORD_PREFIX}{app}:",
+            status="SUCCESS",
+            sort_desc=True,
+            limit=1,
+            load_input=False,
+            load_output=True,
+        )
+        if not found or not isinstance(found[0].output, dict):
+            raise UserError(
+                f"no worker has offered app {app!r} on this store yet: start one with "
+                f"threadline worker --store URL --app module:{app} (it records where the app's turns are queued)"
+            )
+        return str(found[0].output["queue"])
 
     def _inputs_of(self, workflow_id: str) -> str:
         """The conversation id the queued turn ``workflow_id`` was given (the first enqueue wins a key)."""

@@ -15,6 +15,9 @@ The workflow ``threadline_resume`` is `continue_turn` alone: it goes on with a c
 were decided (`Client.approve`, ``deny``, ``submit_result``, ``resume``), queued like a turn, after that
 conversation's earlier turns.
 
+The workflow ``threadline_app`` only records, when a worker starts, the queue each of its apps is served on
+(`offer_app`): a `Client` reads the newest record of an app to know where to queue its turns.
+
 A worker installs its store and apps with `install` before launching DBOS.
 """
 
@@ -25,20 +28,29 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import msgspec
-from dbos import DBOS
+from dbos import DBOS, SetWorkflowID
 
 from .._ids import new_id
 from ..conversation.conversation import Conversation
 from ..engine.plan import mode_meta
 from ..message_types import DEFAULT_META, Message, MessageMeta, UserMessage
 from .apps import app_named
-from .config import RESUME_WORKFLOW_NAME, WORKFLOW_NAME
+from .config import APP_RECORD_PREFIX, APP_WORKFLOW_NAME, RESUME_WORKFLOW_NAME, WORKFLOW_NAME
 
 if TYPE_CHECKING:
     from ..builder import PromptBuilder
     from ..store import Store
 
-__all__ = ["continue_turn", "install", "record_request", "request_id", "threadline_resume", "threadline_turn"]
+__all__ = [
+    "continue_turn",
+    "install",
+    "offer_app",
+    "record_request",
+    "request_id",
+    "threadline_app",
+    "threadline_resume",
+    "threadline_turn",
+]
 
 
 @dataclass
@@ -96,6 +108,18 @@ def threadline_resume(app: str, conversation_id: str) -> dict[str, str | None]:
     """
     app_named(_RUNTIME.apps, app)
     return continue_turn(app, conversation_id)
+
+
+@DBOS.workflow(name=APP_WORKFLOW_NAME)
+def threadline_app(app: str, queue: str) -> dict[str, str]:
+    """The record that ``app`` is served on ``queue`` (its output, which a `Client` reads)."""
+    return {"app": app, "queue": queue}
+
+
+def offer_app(app: str, queue: str, worker_id: str) -> None:
+    """Record, once per worker start, that this worker serves ``app`` on ``queue`` (the newest record wins)."""
+    with SetWorkflowID(f"{APP_RECORD_PREFIX}{app}:{worker_id}:{new_id()}"):
+        threadline_app(app, queue)
 
 
 @DBOS.step(name="record_request")
