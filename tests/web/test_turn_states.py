@@ -22,6 +22,7 @@ from playwright.sync_api import expect
 from tests.durable.test_worker import Workers, wait_for
 from tests.providers.servers._base import Answer, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
+from tests.web.conftest import screenshot
 from threadline.durable import Client
 from threadline.store import Store, open_store
 
@@ -254,5 +255,6 @@ def test_an_open_page_sees_a_queued_turn_become_done(workers: Workers, server: F
         expect(turns.locator(f'[data-turn="{second.id}"] .turn-state')).to_have_text("done", timeout=60_000)
         expect(page.locator("#items .msg").last).to_contain_text("Second answer.")
         expect(page.locator(f'[id="m-req-{second.id}"] .turn-badge')).to_have_text("turn done")
+        screenshot(page, "durable-turn-done", full_page=True)
         assert page.evaluate("window.__noReload") == "still here"
         assert second.result(timeout=60).text == "Second answer."
