@@ -66,6 +66,9 @@ def _url(host: str, port: int, token: str | None) -> str:
 @click.option("-T", "--tool", "tools", multiple=True, metavar="MODULE:NAME", help="A tool offered in those turns.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME", help="Another host name requests may use.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a browser.")
+@click.option(
+    "--dbos", "dbos_url", default=None, metavar="URL", help="DBOS's database, if the workers were given --dbos."
+)
 @friendly_errors
 def serve(
     store_url: str | None,
@@ -76,6 +79,7 @@ def serve(
     tools: Iterable[str],
     allow_hosts: Iterable[str],
     open_browser: bool,
+    dbos_url: str | None,
 ) -> None:
     """Read, search, continue and fork the stored conversations in a browser."""
     if not is_loopback(host) and not token:
@@ -102,7 +106,13 @@ def serve(
         os.environ.setdefault(PAGES_URL_ENV, _url(host, sock.getsockname()[1], None).rstrip("/"))
         loaded = load_tools(tools, store)
         app = create_app(
-            store, model=model, tools=loaded, token=token, allowed_hosts=[*served_names(host), *allow_hosts]
+            store,
+            model=model,
+            tools=loaded,
+            token=token,
+            allowed_hosts=[*served_names(host), *allow_hosts],
+            dbos_url=dbos_url,
+            store_url=store_url,
         )
         # A request must arrive whole within seconds and an idle kept-alive connection closes (slow clients: see
         # threadline.web.request_deadline).

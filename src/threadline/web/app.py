@@ -18,6 +18,9 @@ Routes (docs/architecture.md#cli-and-viewer):
 - ``GET /c/<id>/export.json`` and ``/c/<id>/export.html`` the exports; ``GET /p/<page_id>`` a generated page.
 - ``GET /c/<id>/full/<message id>`` and ``/c/<id>/artifacts/<name>`` whole texts (see `threadline.web.reading`).
 
+A store that ran durable turns (``threadline worker``) shows each conversation's turns under its messages, with
+their states, and marks the list's conversations with a turn queued or running (see `threadline.web.durable_turns`).
+
 Every store call runs in a worker thread, so a slow disk or database never stalls the event loop that streams the
 other pages' events.
 """
@@ -41,15 +44,24 @@ from starlette.staticfiles import StaticFiles
 
 from .. import __version__
 from ..errors import StoreError
-from ..message_types import MODES, ApprovalMessage, AssistantMessage, Message, ToolMessage, content_for_model
+from ..message_types import (
+    MODES,
+    ApprovalMessage,
+    AssistantMessage,
+    Message,
+    ToolMessage,
+    UserMessage,
+    content_for_model,
+)
 from ..models import DEFAULT_MODELS, Model, default_model_name
 from ..store import MessagePage, Store, open_store, stored_awaiting, whole_tool_groups
 from ..store.capabilities import ArtifactStore, BrowsableStore, ConversationStore, PageStore, require
 from .approvals import decide_call
 from .branches import ForkPoint, compare, fork, fork_point, rename
 from .downloads import content_disposition
+from .durable_turns import render_strip
 from .find import Finding, find
-from .live import event_stream
+from .live import Watch, event_stream
 from .markdown import highlight_css
 from .outline import outline_page
 from .reading import PART_CHARS, artifact_text, full_text
@@ -93,6 +105,8 @@ def create_app(
     token: str | None = None,
     *,
     allowed_hosts: Iterable[str] = (),
+    dbos_url: str | None = None,
+    store_url: str | None = None,
 ) -> Any:
     """The web viewer as an ASGI app, to serve with uvicorn or mount in another app.
 
@@ -103,6 +117,10 @@ def create_app(
         token: A secret every request must carry (see `threadline.web.security`); required for any bind that is
             not loopback.
         allowed_hosts: Host names, besides ``localhost`` and the loopback addresses, that requests may name.
+        dbos_url: DBOS's own database, when the workers were started with ``--dbos URL`` (by default the durable
+            turns' state is found beside the store, see `threadline.durable.config`).
+        store_url: The URL an opened ``store`` was opened from, password included (``store.url`` hides it), so
+            the durable turns' state in a PostgreSQL store's database can be read.
 
     Returns:
         The app (a Starlette application wrapped in the viewer's guard).
@@ -114,7 +132,8 @@ def create_app(
         models = _configured_models()
     else:
         models = {model if isinstance(model, str) else model.name: model}
-    viewer = Viewer(opened, models, list(tools))
+    opened_from = store if isinstance(store, str) else store_url
+    viewer = Viewer(opened, models, list(tools), store_url=opened_from, dbos_url=dbos_url)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -123,6 +142,7 @@ def create_app(
         finally:
             viewer.closing.set()
             await viewer.turns.close()
+            await in_thread(viewer.durable.close)
             if own_store:
                 opened.close()
 
@@ -205,10 +225,12 @@ async def list_page(viewer: Viewer, request: Request) -> Response:
     shown = rows[:LIST_SIZE]
     # What waits is read from the tail of each row of this page only (never whole logs, never other pages).
     waiting = await in_thread(_waiting_of, store, [row.info.id for row in shown])
+    in_flight = await in_thread(viewer.durable.in_flight, [row.info.id for row in shown])
     return viewer.page(
         "list.html",
         rows=[row for row in shown if waiting.get(row.info.id)] if only_waiting else shown,
         waiting=waiting,
+        in_flight=in_flight,
         only_waiting=only_waiting,
         more=len(rows) > LIST_SIZE,
         query=query,
@@ -274,6 +296,8 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
     items = build_items(page.messages, page.seqs, links)
     if at is not None and query:
         note_match_past_cut(items, page.messages, at, query, PART_CHARS)
+    requests = [m.id for m in page.messages if isinstance(m, UserMessage) and m.id]
+    turns = await in_thread(viewer.durable.of_conversation, cid, requests)
     return viewer.page(
         "conversation.html",
         cid=cid,
@@ -288,6 +312,7 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
         fork_count=len(forks),
         fork_list=forks[:10],
         running=viewer.turns.is_running(cid),
+        durable=markup(render_strip(viewer.env, cid, turns)),
         hit_id=at,
         start=start and at is None,
         finding=finding,
@@ -339,12 +364,30 @@ async def events(viewer: Viewer, request: Request) -> Response:
         viewer.events,
         lambda page: viewer.message_events(cid, page),
         viewer.closing,
+        _durable_watch(viewer, cid) if viewer.durable.possible() else None,
     )
     return StreamingResponse(
         stream,
         media_type="text/event-stream",
         headers={"cache-control": "no-store", "x-accel-buffering": "no"},
     )
+
+
+def _durable_watch(viewer: Viewer, cid: str) -> Watch:
+    """What a page's stream sends of the conversation's durable turns: their strip, each time it changes."""
+    sent: list[str] = []
+
+    def watch() -> tuple[str, Any] | None:
+        turns = viewer.durable.of_conversation(cid)
+        if turns is None:
+            return None
+        html = render_strip(viewer.env, cid, turns)
+        if sent and sent[-1] == html:
+            return None
+        sent[:] = [html]
+        return "durable", {"html": html}
+
+    return watch
 
 
 # -- changes: continue, start, fork ------------------------------------------------------------------------------

@@ -9,8 +9,10 @@ for the next poll.
 
 Events (``data`` is JSON): ``message`` (a new message's sequence number and rendered HTML; the last of a batch also
 carries the conversation's message ``count`` and ``updated`` time, for the page's header), ``delta`` (streamed
-text), ``turn`` (``running``, ``done``, ``failed``, ``busy``, ``error`` with a one-line ``detail``). Each ``message``
-event carries its sequence number as the SSE ``id``, so a reconnecting browser resumes where it stopped.
+text), ``turn`` (``running``, ``done``, ``failed``, ``busy``, ``error`` with a one-line ``detail``), and what a
+stream's ``watch`` finds (``durable``: the conversation's durable turns, rendered, when their states change; read
+every `WATCH_SECONDS`, see `threadline.web.durable_turns`). Each ``message`` event carries its sequence number as the
+SSE ``id``, so a reconnecting browser resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from anyio import to_thread
 
 from ..store import MessagePage, Store
 
-__all__ = ["POLL_SECONDS", "TurnEvents", "event_stream", "sse"]
+__all__ = ["POLL_SECONDS", "WATCH_SECONDS", "TurnEvents", "Watch", "event_stream", "sse"]
 
 POLL_SECONDS = 0.25
+WATCH_SECONDS = 1.0
 HEARTBEAT_SECONDS = 15.0
 BATCH = 200
 
@@ -35,6 +38,10 @@ def sse(event: str, data: Any, id: int | None = None) -> str:
     """One server-sent event."""
     head = f"id: {id}\n" if id is not None else ""
     return f"{head}event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+Watch = Callable[[], tuple[str, Any] | None]
+"""Looks at something besides the messages (in a worker thread): the event to send when it changed, else None."""
 
 
 class TurnEvents:
@@ -72,6 +79,7 @@ async def event_stream(
     events: TurnEvents,
     render: Callable[[MessagePage], list[dict[str, Any]]],
     closing: asyncio.Event,
+    watch: Watch | None = None,
 ) -> AsyncIterator[str]:
     """The events of one open page: messages appended after sequence number ``after``, and this server's turn
     events, until the client goes away or the server stops.
@@ -83,15 +91,23 @@ async def event_stream(
         events: This server's turn events.
         render: Turns newly read messages into ``message`` event payloads (each with its ``seq``).
         closing: Set when the server shuts down.
+        watch: Called every `WATCH_SECONDS`; the event it returns is sent.
     """
     queue = events.subscribe(conversation_id)
     clock = asyncio.get_running_loop().time
     last = after
     next_poll = 0.0
+    next_watch = 0.0 if watch is not None else float("inf")
     quiet_since = clock()
     try:
         yield "retry: 1000\n\n"
         while not closing.is_set():
+            if watch is not None and clock() >= next_watch:
+                seen = await to_thread.run_sync(watch)
+                next_watch = clock() + WATCH_SECONDS
+                if seen is not None:
+                    yield sse(*seen)
+                    quiet_since = clock()
             if clock() >= next_poll:
                 page = await to_thread.run_sync(store.read_after, conversation_id, last, BATCH)
                 next_poll = clock() + POLL_SECONDS
@@ -106,7 +122,8 @@ async def event_stream(
                         next_poll = 0.0  # more are waiting: read on at once
                         continue
             try:
-                event, data = await asyncio.wait_for(queue.get(), timeout=max(0.0, next_poll - clock()))
+                wake = min(next_poll, next_watch)
+                event, data = await asyncio.wait_for(queue.get(), timeout=max(0.0, wake - clock()))
             except TimeoutError:
                 if clock() - quiet_since >= HEARTBEAT_SECONDS:
                     quiet_since = clock()

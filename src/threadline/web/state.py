@@ -1,5 +1,5 @@
-"""What every route of the viewer shares: the `Viewer` (the store, the templates, the turn runner and live events)
-and the small helpers its handlers use to read a request and reach the store off the event loop."""
+"""What every route of the viewer shares: the `Viewer` (the store, the templates, the turn runner, live events and
+the durable turns) and the small helpers its handlers use to read a request and reach the store off the event loop."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from .. import __version__
 from ..message_types import Message
 from ..models import Model
 from ..store import MessagePage, Store, whole_tool_groups
+from .durable_turns import DurableTurns
 from .live import TurnEvents
 from .render import environment, epoch_ms, iso, render_items, render_tool_part
 from .timeline import ToolView, build_items
@@ -25,15 +26,28 @@ __all__ = ["MAX_PARAM", "Viewer", "in_thread", "int_param"]
 
 
 class Viewer:
-    """The state behind the routes: the store, the templates, the turn runner and live events."""
+    """The state behind the routes: the store, the templates, the turn runner, live events and durable turns.
 
-    def __init__(self, store: Store, models: dict[str, str | Model], tools: Sequence[Any]) -> None:
+    ``store_url`` (the URL the store was opened from) and ``dbos_url`` say where the durable turns' state is
+    (`threadline.web.durable_turns`).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        models: dict[str, str | Model],
+        tools: Sequence[Any],
+        *,
+        store_url: str | None = None,
+        dbos_url: str | None = None,
+    ) -> None:
         self.store = store
         self.models = models
         self.tools = list(tools)
         self.env = environment(__version__)
         self.events = TurnEvents()
         self.turns = TurnRunner(store, self.tools, self.events)
+        self.durable = DurableTurns(store, store_url, dbos_url)
         self.closing = asyncio.Event()
 
     # -- rendering ----------------------------------------------------------------------------------------------

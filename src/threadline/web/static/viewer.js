@@ -1,7 +1,8 @@
 // threadline viewer: the page's few behaviours, without a framework.
 // - times shown in the reader's time zone;
 // - older parts of a long conversation loaded on scroll (newer ones too, when opened at a search hit);
-// - live updates: new messages, the streamed answer and the turn's state, from /c/<id>/events (server-sent events);
+// - live updates: new messages, the streamed answer and the turn's state, from /c/<id>/events (server-sent events),
+//   and the states of the conversation's durable turns (queued, running on a worker, done…);
 // - the composer posts without leaving the page.
 // Every HTML string inserted here was rendered (and escaped) by the server.
 "use strict";
@@ -148,6 +149,7 @@
       items.prepend(fragment(part.html));
       applyFilters();
       renderTimings();
+      applyTurnBadges();
       if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - top);
       firstSeq = part.first_seq === null ? firstSeq : part.first_seq;
       hasOlder = part.has_older;
@@ -180,6 +182,7 @@
     items.append(fragment(part.html));
     applyFilters();
     renderTimings();
+    applyTurnBadges();
     if (part.last_seq !== null) lastSeq = part.last_seq;
     atEnd = part.at_end;
     if (atEnd) {
@@ -208,6 +211,50 @@
       if (entries.some((entry) => entry.isIntersecting)) loadNewerOnce();
     }, { rootMargin: "0px 0px 400px 0px" }).observe(newerBox);
   }
+
+  // -- durable turns: their states under the messages, and each one's badge on its request message ----------------
+  // The strip comes rendered by the server (on the page, then as live "durable" events whenever a state changes);
+  // its data-badges maps each request message's id to [state, words]. Badges of turns a later event does not
+  // name (older than the server looks through) stay as they were.
+  const turnBadges = new Map();
+
+  function readTurnBadges(strip) {
+    try {
+      for (const [id, badge] of Object.entries(JSON.parse(strip.dataset.badges || "{}"))) turnBadges.set(id, badge);
+    } catch (_) { /* not JSON: keep the badges shown */ }
+  }
+
+  function applyTurnBadges() {
+    for (const [id, [state, words]] of turnBadges) {
+      const message = document.getElementById("m-" + id);
+      const head = message && message.querySelector(".msg-head");
+      if (!head) continue;
+      let badge = head.querySelector(".turn-badge");
+      if (!badge) {
+        badge = document.createElement("span");
+        const who = head.querySelector(".who");
+        if (who) who.after(badge);
+        else head.prepend(badge);
+      }
+      badge.className = `badge turn-badge turn-${state}`;
+      badge.title = "The state of the durable turn this message started";
+      badge.textContent = "turn " + words;
+    }
+  }
+
+  function showDurable(event) {
+    const strip = document.getElementById("durable-turns");
+    const fresh = fragment(JSON.parse(event.data).html).firstElementChild;
+    if (!strip || !fresh) return;
+    const follow = nearBottom();
+    strip.replaceWith(fresh);
+    readTurnBadges(fresh);
+    applyTurnBadges();
+    if (follow) scrollToBottom();
+  }
+
+  const durableStrip = document.getElementById("durable-turns");
+  if (durableStrip) readTurnBadges(durableStrip);
 
   // -- live updates --------------------------------------------------------------------------------------------------
   function setStatus(text, bad) {
@@ -242,6 +289,7 @@
     }
     applyFilters();
     renderTimings();
+    applyTurnBadges();
     if (follow) scrollToBottom();
   }
 
@@ -269,6 +317,7 @@
       const data = JSON.parse(event.data);
       if (data.count !== undefined) updateHeader(data.count, data.updated);
     });
+    watcher.addEventListener("durable", showDurable);
   }
 
   let source = null;
@@ -287,6 +336,7 @@
       addMessage(data);
       if (data.count !== undefined) updateHeader(data.count, data.updated);
     });
+    source.addEventListener("durable", showDurable);
     source.addEventListener("delta", (event) => {
       const follow = nearBottom();
       draft.hidden = false;
@@ -657,6 +707,7 @@
   });
 
   renderTimings(); // before landing anywhere: the strips take room
+  applyTurnBadges();
 
   const hitId = timeline.dataset.hit;
   const hit = hitId ? items.querySelector(".msg.hit") : null;
