@@ -199,6 +199,18 @@ def test_caching_does_not_change_a_requests_hash() -> None:
     assert request_hash(model="anthropic:claude-haiku-4-5", prompt="Weather?", prompt_cache="1h") == plain
 
 
+async def test_four_marked_server_tools_leave_no_room_and_the_request_is_still_taken(
+    anthropic_server: FakeAnthropic, claude: AnthropicModel
+) -> None:
+    anthropic_server.reply("Sunny.")
+    marked = [{**WEB_SEARCH, "name": f"search_{n}", "cache_control": EPHEMERAL} for n in range(4)]
+    builder = llm.model(claude).cache(prompt=True).tools(get_weather).request("Weather?")
+    assert await builder.prompt_async(anthropic_tools=marked) == "Sunny."  # a fifth marker would be refused
+    body = anthropic_server.bodies[0]
+    assert markers(body) == ["tools.1", "tools.2", "tools.3", "tools.4"]
+    assert isinstance(body["system"], str)
+
+
 async def test_bad_settings_are_refused_before_anything_is_sent(
     anthropic_server: FakeAnthropic, claude: AnthropicModel
 ) -> None:
