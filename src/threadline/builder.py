@@ -26,7 +26,7 @@ from .attachments import Attachment
 from .conversation.config import config_problem
 from .conversation.conversation import Conversation
 from .engine import TurnOptions, TurnResult, plan_turn
-from .engine.plan import CheckedSettings, check_settings, mode_meta
+from .engine.plan import PROMPT_CACHE_TTLS, CheckedSettings, check_settings, mode_meta
 from .errors import OutputValidationError, UserError, warn_renamed
 from .message_types import (
     DEFAULT_META,
@@ -210,6 +210,34 @@ class PromptBuilder:
             return self._with_config(reasoning=None)
         settings = reasoning_settings(effort if effort is not None else True, budget_tokens)
         return self._with_config(reasoning=settings)
+
+    def cache(self, *, prompt: bool = True, ttl: str | None = None) -> PromptBuilder:
+        """Ask the provider to cache the stable prefix of every request (its prompt cache; not threadline's own
+        request cache, which is ``generate_text(cache=store)``).
+
+        On Anthropic each request carries ``cache_control`` breakpoints (at most the API's four): on the last tool
+        definition, on the system prompt, on the end of what the previous request of the conversation sent, and on
+        the newest message, so each round of a tool loop reads what the round before wrote and pays the full price
+        only for what is new. OpenAI caches long prefixes by itself: nothing is sent for it. The context builder
+        keeps the prefix the same from one request to the next (see `threadline.context`).
+
+        Args:
+            prompt: True to cache, False to stop.
+            ttl: How long a cached prefix lives: ``"5m"`` or ``"1h"`` (Anthropic's ``ttl``; the longer one costs
+                more to write); None: the provider's default (five minutes on Anthropic).
+
+        Raises:
+            UserError: for a ``ttl`` other than those, or one given with ``prompt=False``.
+        """
+        if not isinstance(prompt, bool):
+            raise UserError(f"cache(prompt=) must be True or False, got {prompt!r}")
+        if ttl is not None and not prompt:
+            raise UserError("cache(ttl=) needs prompt=True: a lifetime means nothing without caching")
+        if ttl is not None and ttl not in PROMPT_CACHE_TTLS:
+            raise UserError(
+                f"cache(ttl=) must be one of {', '.join(map(repr, PROMPT_CACHE_TTLS))} (or None), got {ttl!r}"
+            )
+        return self._with_config(prompt_cache=prompt if ttl is None else ttl)
 
     def mode(self, mode: str) -> PromptBuilder:
         """Switch the mode (``chat``, ``agent``, ``run``); only the system prefix changes."""

@@ -61,6 +61,9 @@ class ConversationConfig(msgspec.Struct):
         extras: Provider-prefixed extras (``openai_…``, ``anthropic_…``, ``local_…``).
         reasoning: A reasoning model's thinking: on, and how much (see `reasoning_settings`); None: the provider's
             default.
+        prompt_cache: Ask the provider to cache each request's stable prefix (``.cache(prompt=True)``): True (the
+            provider's default lifetime), a lifetime (``"5m"``, ``"1h"``), or None/False (off). See
+            `ModelSettings.prompt_cache`.
         tool_timeout: Seconds a tool may run before it is cut off and reported to the model.
         context: The context builder (or just its settings).
         busy_timeout: Seconds a turn (or `Conversation.add`) waits while another turn holds the conversation — in
@@ -85,6 +88,7 @@ class ConversationConfig(msgspec.Struct):
     max_retries: int | None = None
     extras: dict[str, Any] = msgspec.field(default_factory=dict)
     reasoning: ReasoningSettings | None = None
+    prompt_cache: bool | str | None = None
     tool_timeout: float | None = TOOL_TIMEOUT
     context: ContextBuilder | ContextSettings | None = None
     busy_timeout: float | None = 300.0
@@ -110,6 +114,7 @@ _CHECKED_FIELDS = (
     "max_retries",
     "tool_timeout",
     "approval",
+    "prompt_cache",
 )
 
 

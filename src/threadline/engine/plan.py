@@ -22,6 +22,7 @@ from ..models.base import EFFORTS, ModelSettings, ReasoningEffort, ReasoningSett
 __all__ = [
     "EXTRA_PREFIXES",
     "MAX_TOOL_ROUNDS",
+    "PROMPT_CACHE_TTLS",
     "SETTING_KEYS",
     "STREAM",
     "TOOL_TIMEOUT",
@@ -43,12 +44,14 @@ MAX_TOOL_ROUNDS = 10
 STREAM = True
 """Whether answers stream, unless a config or a call says otherwise."""
 
-SETTING_KEYS = ("stream", "max_tokens", "temperature", "timeout", "max_retries", "reasoning")
+SETTING_KEYS = ("stream", "max_tokens", "temperature", "timeout", "max_retries", "reasoning", "prompt_cache")
 """The settings of every model call a call may give (`ModelSettings`)."""
 TURN_KEYS = ("tool_timeout",)
 """The settings of the turn itself a call may give."""
 EXTRA_PREFIXES = ("openai_", "anthropic_", "local_")
 """The prefixes of provider extras a call may give (``openai_seed``)."""
+PROMPT_CACHE_TTLS = ("5m", "1h")
+"""The lifetimes ``prompt_cache`` may name (Anthropic's ``cache_control.ttl``); True is the provider's default."""
 
 
 class TurnOptions(msgspec.Struct):
@@ -94,6 +97,7 @@ class TurnConfig(Protocol):
     max_retries: int | None
     extras: dict[str, Any]
     reasoning: ReasoningSettings | None
+    prompt_cache: bool | str | None
     tool_choice: str | None
     max_tool_rounds: int
     tool_timeout: float | None
@@ -137,6 +141,7 @@ def plan_turn(
             max_retries=pick("max_retries", None),
             extras=extras,
             reasoning=pick("reasoning", None),
+            prompt_cache=pick("prompt_cache", None),
         ),
         "tool_choice": None if config is None else config.tool_choice,
         "max_tool_rounds": MAX_TOOL_ROUNDS if config is None else config.max_tool_rounds,
@@ -206,6 +211,9 @@ def setting_problem(key: str, value: Any) -> str | None:
         ok, wanted = number and value >= 0, "a number >= 0"
     elif key in ("timeout", "tool_timeout"):
         ok, wanted = number and value > 0 and value == value, "a number of seconds > 0"
+    elif key == "prompt_cache":
+        ok = isinstance(value, bool) or value in PROMPT_CACHE_TTLS
+        wanted = f"True, False or a lifetime ({', '.join(map(repr, PROMPT_CACHE_TTLS))})"
     else:  # reasoning: checked by reasoning_settings
         return None
     return None if ok else f"{key} must be {wanted} (or None), got {value!r}"

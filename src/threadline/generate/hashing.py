@@ -11,8 +11,8 @@ arguments), an answer's reasoning (when it has any), tool results (call id, tool
 call's error, and whether it is sent at all (``include_in_context``); every tool's name, description and JSON
 schema; ``max_tokens``, ``temperature``, ``reasoning`` (when set), provider extras, ``tool_choice`` and
 ``max_tool_rounds``. Not in it: message ids, timestamps, usage, durations, UI
-metadata, and transport settings (``stream``, ``timeout``, ``max_retries``, ``tool_timeout``), which change how a
-request travels, not what it asks. Tool-call ids are in it because providers are sent them.
+metadata, and transport settings (``stream``, ``timeout``, ``max_retries``, ``tool_timeout``, ``prompt_cache``), which
+change how a request travels or is billed, not what it asks. Tool-call ids are in it because providers are sent them.
 
 The JSON is msgspec's with object keys sorted, so equal inputs give equal hashes in every process and Python
 version (no ``hash()`` randomisation, no dict-order dependence).

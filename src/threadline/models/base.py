@@ -130,6 +130,10 @@ class ModelSettings(msgspec.Struct):
         extras: Provider-prefixed extras, e.g. ``{"openai_seed": 1, "local_top_k": 40}``.
         reasoning: Turn a reasoning model's thinking on, and say how much (None: the provider's default, which for
             Anthropic is no thinking).
+        prompt_cache: Ask the provider to cache the request's stable prefix (``.cache(prompt=True)`` on the
+            builder): True for the provider's default lifetime, a lifetime (``"5m"`` or ``"1h"``), or None/False
+            for off. Anthropic gets ``cache_control`` breakpoints (see `threadline.models.anthropic`); OpenAI caches
+            long prefixes on its own, whatever this says.
     """
 
     stream: bool = True
@@ -139,6 +143,7 @@ class ModelSettings(msgspec.Struct):
     max_retries: int | None = None
     extras: dict[str, Any] = msgspec.field(default_factory=dict)
     reasoning: ReasoningSettings | None = None
+    prompt_cache: bool | str | None = None
 
     def extras_for(self, prefix: str) -> dict[str, Any]:
         """The extras of one provider with their prefix removed (``openai_seed`` -> ``seed``)."""

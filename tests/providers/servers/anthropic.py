@@ -7,7 +7,9 @@ fragments) and ``content_block_stop``, with a ``ping`` after the first block sta
 reason and output usage) and ``message_stop``.
 
 Like the real API it refuses (HTTP 400, ``invalid_request_error``, with the API's texts) empty or whitespace-only
-text blocks, empty messages, and ``document`` blocks whose source is not a documented shape.
+text blocks, empty messages, ``document`` blocks whose source is not a documented shape, and ``cache_control``
+markers the prompt cache does not take (more than four, on an empty text or a thinking block, a ``1h`` one after a
+``5m`` one).
 """
 
 from __future__ import annotations
@@ -119,6 +121,42 @@ def _content_problem(messages: list[Any]) -> str | None:
     return None
 
 
+def _cache_problem(body: dict[str, Any]) -> str | None:
+    """What the API refuses of ``cache_control`` markers (prompt caching): more than four in one request, one on an
+    empty text block or a thinking block, a ``type`` other than ``ephemeral``, a ``ttl`` other than ``5m``/``1h``,
+    and a longer-lived marker after a shorter-lived one (tools, then system, then messages)."""
+    blocks: list[tuple[str, dict[str, Any]]] = [
+        (f"tools.{index}", tool) for index, tool in enumerate(body.get("tools") or [])
+    ]
+    system = body.get("system")
+    if isinstance(system, list):
+        blocks.extend((f"system.{index}", block) for index, block in enumerate(system))
+    for number, message in enumerate(body.get("messages") or []):
+        content = message.get("content")
+        if isinstance(content, list):
+            blocks.extend((f"messages.{number}.content.{index}", block) for index, block in enumerate(content))
+    found = [(where, block, block["cache_control"]) for where, block in blocks if "cache_control" in block]
+    if len(found) > 4:
+        return f"A maximum of 4 blocks with cache_control may be provided. Found {len(found)}."
+    seconds = {"5m": 300, "1h": 3600}
+    longest = 3600
+    for where, block, control in found:
+        kind = block.get("type")
+        if kind in ("thinking", "redacted_thinking"):
+            return f"{where}.{kind}.cache_control: Extra inputs are not permitted"
+        if kind == "text" and not block.get("text"):
+            return f"{where}.text: cache_control cannot be set for empty text blocks"
+        if not isinstance(control, dict) or control.get("type") != "ephemeral":
+            return f"{where}.cache_control.type: Input should be 'ephemeral'"
+        ttl = control.get("ttl", "5m")
+        if ttl not in seconds:
+            return f"{where}.cache_control.ttl: Input should be '5m' or '1h'"
+        if seconds[ttl] > longest:
+            return "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"
+        longest = seconds[ttl]
+    return None
+
+
 def tool_id(tool: Any) -> str:
     return tool.id or "toolu_01" + secrets.token_hex(11)
 
@@ -152,7 +190,7 @@ class FakeAnthropic(FakeServer):
         (every object with ``additionalProperties: false``; no numeric bounds, string lengths or array bounds
         beyond ``minItems`` 0 or 1), as Anthropic's structured-outputs guide lists."""
         body = request.json or {}
-        problem = _content_problem(body.get("messages") or [])
+        problem = _content_problem(body.get("messages") or []) or _cache_problem(body)
         if problem:
             return _invalid(problem)
         output_format = (body.get("output_config") or {}).get("format")

@@ -38,6 +38,9 @@ How the log maps onto Anthropic's stricter shape:
   received; the rules of thinking on the wire (a budget or adaptive thinking, by the family's profile) live in
   `_thinking`. A content block of a type this module
   does not know is refused (``bad_response``) rather than dropped.
+- With ``prompt_cache`` (``.cache(prompt=True)``), ``cache_control`` breakpoints mark the stable prefix (at most
+  four: the system prompt, then sent as one text block; the newest turn; the end of the previous request; the last
+  tool), see `place_breakpoints`. Without it the body carries none and ``system`` stays a string.
 - Citations (``citations`` on text blocks, ``citations_delta`` in a stream) are not kept: the cited text is.
 - A ``rate_limit_error`` whose ``details.error_code`` is ``enforced_spend_limit_reached`` (the organization's
   monthly spend limit), in a stream or a body, is not retryable (``type="quota"``, as the transport makes such an
@@ -81,10 +84,20 @@ from ._thinking import (
     thinking_fields,
 )
 
-__all__ = ["DEFAULT_MAX_TOKENS", "EMPTY_ERROR_RESULT", "FIRST_TURN", "build_request", "check_request"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "EMPTY_ERROR_RESULT",
+    "FIRST_TURN",
+    "MAX_BREAKPOINTS",
+    "build_request",
+    "check_request",
+    "place_breakpoints",
+]
 
 DEFAULT_MAX_TOKENS = 4_096
 FIRST_TURN = "(conversation start)"
+MAX_BREAKPOINTS = 4
+"""The most blocks one request may mark ``cache_control`` (the API refuses a fifth)."""
 
 _encode = msgspec.json.Encoder().encode
 
@@ -254,8 +267,59 @@ def build_request(
         body["temperature"] = settings.temperature
     if stream:
         body["stream"] = True
+    if settings.prompt_cache:
+        place_breakpoints(body, settings.prompt_cache)
     body.update(extras)
     return body, context
+
+
+def place_breakpoints(body: dict[str, Any], setting: bool | str) -> None:
+    """Mark the stable prefix of a request body for Anthropic's prompt cache (``prompt_cache``), in place.
+
+    The API caches the prefix up to each block marked ``cache_control``, in the order it reads a request: tools,
+    system, messages. At most `MAX_BREAKPOINTS` go, most useful first, and a server tool the caller marked
+    already counts against them:
+
+    1. the system prompt (sent as one text block to carry it), which caches the tools with it;
+    2. the newest turn's last block, so the next request of the conversation can read it all;
+    3. the end of the previous request: the turn before the newest assistant turn, which that request ended with,
+       so this request hits the entry it wrote even when the round added more blocks than the API looks back over;
+    4. the last tool definition, which keeps the tools cached when the system prompt changes (another mode).
+
+    A marker goes on the last block of a turn that can carry one (never on a thinking block) and on a copy of it,
+    so nothing the log or the caller holds is changed. Each request marks the previous one's end where that one
+    marked its newest turn; a marker older than that moves on (markers are not part of what is cached).
+
+    Args:
+        body: The request body (``messages``, and ``system`` and ``tools`` when there are any).
+        setting: True (the API's default lifetime) or a lifetime, ``"5m"`` or ``"1h"``.
+    """
+    marker: dict[str, Any] = {"type": "ephemeral"} if setting is True else {"type": "ephemeral", "ttl": setting}
+    tools: list[dict[str, Any]] = body.get("tools") or []
+    room = MAX_BREAKPOINTS - sum(1 for tool in tools if "cache_control" in tool)
+    turns: list[dict[str, Any]] = body["messages"]
+    system = body.get("system")
+    if room > 0 and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": marker}]
+        room -= 1
+    newest = len(turns) - 1
+    answered = next((index for index in range(newest - 1, 0, -1) if turns[index]["role"] == "assistant"), 0)
+    for index in (newest, answered - 1):
+        if room > 0 and index >= 0 and _mark_turn(turns[index], marker):
+            room -= 1
+    if room > 0 and tools and "cache_control" not in tools[-1]:
+        tools[-1] = {**tools[-1], "cache_control": marker}
+
+
+def _mark_turn(turn: dict[str, Any], marker: dict[str, Any]) -> bool:
+    """Put ``marker`` on (a copy of) the last block of ``turn`` that can carry one; whether there was one."""
+    content = turn["content"]
+    for index in range(len(content) - 1, -1, -1):
+        block = content[index]
+        if block["type"] not in THINKING_TYPES:
+            content[index] = {**block, "cache_control": marker}
+            return True
+    return False
 
 
 def _server_tools(value: Any) -> list[dict[str, Any]]:
