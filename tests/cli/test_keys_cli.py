@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.providers.servers import Answer, FakeOpenAI, Status
+from threadline import AssistantMessage, ToolCall, ToolMessage, llm
+from threadline.keys import save_key
+from threadline.store import open_store
+from threadline.testing import ScriptedModel
 
 from ._run import run_cli
 
@@ -138,3 +142,31 @@ def test_models_says_a_provider_has_a_key_from_the_file(store_url: str) -> None:
     assert done.returncode == 0, done.stderr
     assert '"key": "set"' in done.stdout and "key file (openai)" in done.stdout
     assert KEY not in done.stdout
+
+
+SHAPELESS_KEY = "Zq7Wm2Lp9Xv4Rt8N"  # no sk- or key- prefix: only knowing it is a saved key can mask it
+
+
+def fetch_report(name: str) -> str:
+    """Fetch a report."""
+    raise RuntimeError(f"GET https://reports.example/{name}?auth={SHAPELESS_KEY} answered 403")
+
+
+def test_a_saved_key_quoted_by_a_failing_tool_is_masked_in_the_log(tmp_path: Path) -> None:
+    save_key("service", SHAPELESS_KEY)
+    model = ScriptedModel(
+        [
+            AssistantMessage(tool_calls=[ToolCall(id="c1", name="fetch_report", arguments={"name": "q3"})]),
+            "The report could not be fetched.",
+        ]
+    )
+    with open_store(f"sqlite://{tmp_path / 'store.db'}") as store:
+        answer = llm.model(model).tools(fetch_report).store(store).request("Get q3").prompt()
+        assert answer == "The report could not be fetched."
+        (info,) = store.list_conversations()
+        (result,) = [m for m in store.load(info.id) if isinstance(m, ToolMessage)]
+    assert result.is_error
+    assert "answered 403" in result.content
+    assert SHAPELESS_KEY not in result.content
+    assert SHAPELESS_KEY not in str(model.requests)  # nor was it sent to the model
+    assert SHAPELESS_KEY.encode() not in everything_stored(tmp_path)
