@@ -99,8 +99,8 @@ def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 def environment_secrets() -> tuple[str, ...]:
     """The forms (`secret_forms`) of every credential-named environment variable's value (``OPENAI_API_KEY``…) and
-    of every key saved in the key file (`threadline.keys`)."""
-    from .keys import stored_key_values
+    of every key saved in the key file (`threadline.models.keys`)."""
+    from .models.keys import stored_key_values
 
     values = [
         value

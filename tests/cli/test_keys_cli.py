@@ -15,7 +15,7 @@ import pytest
 
 from tests.providers.servers import Answer, FakeOpenAI, Status
 from threadline import AssistantMessage, ToolCall, ToolMessage, llm
-from threadline.keys import save_key
+from threadline.models.keys import save_key
 from threadline.store import open_store
 from threadline.testing import ScriptedModel
 

@@ -1,6 +1,6 @@
 """``threadline keys set NAME``, ``keys list`` and ``keys path``: the API keys saved in the key file.
 
-The providers read a key from the environment first, then from this file (see `threadline.keys`). Nothing here
+The providers read a key from the environment first, then from this file (see `threadline.models.keys`). Nothing here
 prints a key: ``set`` reads it from the terminal without echo (or from stdin), ``list`` prints names only.
 """
 
@@ -28,7 +28,7 @@ def set_(name: str) -> None:
 
     The file is readable by you only (mode 0600). A key in the environment (OPENAI_API_KEY…) is used before it.
     """
-    from ..keys import save_key
+    from ..models.keys import save_key
 
     if sys.stdin.isatty():
         value = click.prompt(f"key for {name}", hide_input=True, err=True, default="", show_default=False)
@@ -42,7 +42,7 @@ def set_(name: str) -> None:
 @friendly_errors
 def list_() -> None:
     """List the names of the saved keys (never the keys)."""
-    from ..keys import stored_key_names
+    from ..models.keys import stored_key_names
 
     names = stored_key_names()
     if not names:
@@ -55,6 +55,6 @@ def list_() -> None:
 @friendly_errors
 def path() -> None:
     """Print where the key file is (it may not exist yet)."""
-    from ..keys import key_file_path
+    from ..models.keys import key_file_path
 
     click.echo(str(key_file_path()))

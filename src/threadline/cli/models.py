@@ -69,7 +69,7 @@ def provider_status() -> list[dict[str, Any]]:
         }
     )
     from ..errors import UserError
-    from ..keys import key_name_for, stored_key_names, stored_key_values
+    from ..models.keys import key_name_for, stored_key_names, stored_key_values
 
     keys = tuple(value for value in (os.environ.get(name) for name, _, _ in _ENDPOINTS.values()) if value)
     keys += tuple(stored_key_values())
@@ -173,7 +173,7 @@ def _flag(value: bool) -> str:
 
 def _default_source() -> str:
     """Where the default model comes from, as `default_model_name` chooses it."""
-    from ..home import configured_default_model, settings_path
+    from ..models.settings import configured_default_model, settings_path
 
     if os.environ.get("THREADLINE_MODEL"):
         return "THREADLINE_MODEL"
@@ -191,7 +191,7 @@ def default(name: str | None, unset: bool) -> None:
 
     NAME is checked first: an unknown provider is refused and nothing is saved.
     """
-    from ..home import save_default_model
+    from ..models.settings import save_default_model
 
     if name is not None and unset:
         raise click.UsageError("give NAME or --unset, not both")

@@ -5,9 +5,9 @@ resolving ``openai:…`` never imports llama.cpp.
 
 `get_model` shares one instance per name *and configuration*: the environment variables that configure a provider
 (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``…) are part of the cache key, as a hash, so a key never sits in the cache in the
-clear; so is the state of the key file (`threadline.keys`), which is read when the environment has no key. When they
-change, the next `get_model` makes a model that uses the new values, and the instance it replaces has its connection
-pools closed.
+clear; so is the state of the key file (`threadline.models.keys`), which is read when the environment has no key. When
+they change, the next `get_model` makes a model that uses the new values, and the instance it replaces has its
+connection pools closed.
 
 A package adds a provider without threadline changing by declaring an entry point in the group
 ``threadline.providers`` (`ENTRY_POINT_GROUP`) named after its prefix, whose object is a factory as
@@ -130,7 +130,7 @@ def default_model_name() -> str:
     Raises:
         UserError: when the settings file that would hold the saved default cannot be read.
     """
-    from ..home import configured_default_model
+    from .settings import configured_default_model
 
     return os.environ.get("THREADLINE_MODEL") or configured_default_model() or "local"
 
@@ -240,7 +240,7 @@ def _fingerprint(names: tuple[str, ...]) -> str:
         digest.update(b"\x00" + os.environ.get(variable, "").encode("utf-8", "surrogatepass") + b"\x00")
     # A key saved with `threadline keys set` is read when the environment has none: a changed key file makes a
     # new model too (its size and time stand for it; the keys themselves are not read here).
-    from ..keys import key_file_stamp
+    from .keys import key_file_stamp
 
     digest.update(key_file_stamp().encode())
     return digest.hexdigest()

@@ -91,7 +91,7 @@ def _configured_models() -> dict[str, str | Model]:
 def _saved_key_names() -> list[str]:
     """The names of the keys saved with ``threadline keys set`` (none when the key file cannot be used)."""
     from ..errors import UserError
-    from ..keys import stored_key_names
+    from ..models.keys import stored_key_names
 
     try:
         return stored_key_names()

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, ClassVar
 import msgspec
 
 from ...errors import UserError
-from ...keys import key_file_path, key_name_for, stored_key
 from ..base import Model, ModelCapabilities, ModelEvent, ModelRequest, check_capabilities
+from ..keys import key_file_path, key_name_for, stored_key
 from ..profiles import ModelProfile, server_for_url
 from ._convert_common import check_images, check_tool_choice
 from ._tls import ssl_verify

@@ -1,8 +1,8 @@
 """The key file: API keys saved by ``threadline keys set NAME``, for the providers to read when the environment has
 none.
 
-The file is ``keys.json`` in threadline's home directory (`threadline.home.home_dir`), a JSON object from key names
-to keys, readable by its owner only (mode 0600). The environment wins: ``OPENAI_API_KEY`` set in the shell is used
+The file is ``keys.json`` in threadline's home directory (`threadline.models.settings.home_dir`), a JSON object from key
+names to keys, readable by its owner only (mode 0600). The environment wins: ``OPENAI_API_KEY`` set in the shell is used
 before the ``openai`` key of the file. A key's name is its variable's without ``_API_KEY``, in lower case
 (``OPENAI_API_KEY`` -> ``openai``, ``ANTHROPIC_API_KEY`` -> ``anthropic``).
 
@@ -19,8 +19,8 @@ import os
 import re
 from pathlib import Path
 
-from .errors import UserError
-from .home import home_dir
+from ..errors import UserError
+from .settings import home_dir
 
 __all__ = [
     "KEYS_NAME",

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
+from ..errors import UserError
 
 __all__ = ["HOME_ENV", "SETTINGS_NAME", "configured_default_model", "home_dir", "save_default_model", "settings_path"]
 
