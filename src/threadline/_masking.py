@@ -1,5 +1,6 @@
 """Masking secrets in text meant for people and logs: API keys given to threadline (in every form a server or a
-library could echo them), anything shaped like an API key, credentials in URLs, and the keys the environment holds.
+library could echo them), anything shaped like an API key, credentials in URLs, and the keys the environment and the
+key file hold.
 
 Light on purpose (no httpx): the turn engine masks tool failure texts with it, and the CLI masks URLs.
 """
@@ -97,10 +98,14 @@ def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 
 def environment_secrets() -> tuple[str, ...]:
-    """The forms (`secret_forms`) of every credential-named environment variable's value (``OPENAI_API_KEY``…)."""
+    """The forms (`secret_forms`) of every credential-named environment variable's value (``OPENAI_API_KEY``…) and
+    of every key saved in the key file (`threadline.models.keys`)."""
+    from .models.keys import stored_key_values
+
     values = [
         value
         for name, value in os.environ.items()
         if _SECRET_VARIABLE.search(name.upper()) and len(value.strip()) >= _MIN_ENVIRONMENT_SECRET
     ]
+    values += [value for value in stored_key_values() if len(value.strip()) >= _MIN_ENVIRONMENT_SECRET]
     return secret_forms(values) if values else ()

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "resume": "approvals:resume",
     "worker": "worker:worker",
     "enqueue": "worker:enqueue",
+    "keys": "keys:keys",
 }
 
 
@@ -45,6 +46,19 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return self._load(cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command ``args`` name; a misspelt one (``promt``) is refused with the close matches named."""
+        name = click.utils.make_str(args[0])
+        if name not in COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            import difflib
+
+            close = difflib.get_close_matches(name, sorted(COMMANDS), n=3, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean {' or '.join(repr(each) for each in close)}?")
+        return super().resolve_command(ctx, args)
 
     def _load(self, name: str) -> click.Command | None:
         target = COMMANDS.get(name)

@@ -378,7 +378,8 @@ def _has_results_unread(conversation: Conversation) -> bool:
     "model_name",
     default=None,
     metavar="MODEL",
-    help="The model to go on with (as for threadline prompt); default $THREADLINE_MODEL, else local.",
+    help="The model to go on with (as for threadline prompt); default $THREADLINE_MODEL, else the one of "
+    "threadline models default, else local.",
 )
 @_tool_option
 @click.option("--show-reasoning", is_flag=True, help="Show the model's thinking as it streams, dimmed, on stderr.")

@@ -20,6 +20,7 @@ from ._errors import EXIT_USAGE, CommandError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..attachments import Attachment
     from ..models.base import Model
     from ..store import Store
 
@@ -161,7 +162,7 @@ def check_tool_choice(choice: str | None, tools: list[Any]) -> None:
 
 
 def resolve_model(name: str | None) -> Model:
-    """The model a ``-m`` option names (None: ``THREADLINE_MODEL``, else ``local``).
+    """The model a ``-m`` option names (None: the default model, see `threadline.models.default_model_name`).
 
     Raises:
         CommandError: when the name is unknown or its provider cannot be loaded here.
@@ -178,7 +179,11 @@ def resolve_model(name: str | None) -> Model:
 
 
 def check_model(
-    model: Model, tools: list[Any], tool_choice: str | None = None, settings: dict[str, Any] | None = None
+    model: Model,
+    tools: list[Any],
+    tool_choice: str | None = None,
+    settings: dict[str, Any] | None = None,
+    attachments: list[Attachment] | None = None,
 ) -> None:
     """Ask ``model`` whether it can serve a turn with these tools and settings, before anything is stored: what the
     turn would refuse only after the user's message is in the log (no API key for the provider's own endpoint, tools
@@ -190,6 +195,7 @@ def check_model(
         tool_choice: The ``--tool-choice``, if any.
         settings: The turn's keyword settings, as ``prompt_conversation`` takes them (``max_tokens``,
             ``reasoning``, provider-prefixed extras from ``-o``…).
+        attachments: The ``-a`` files of the prompt (an image needs a model that takes images).
 
     Raises:
         UserError: for a missing API key, or a setting the model refuses.
@@ -204,7 +210,7 @@ def check_model(
     # As a turn reads them: unknown names refused, provider-prefixed extras (-o) gathered under ``extras``.
     checked = check_settings(settings or {})
     request = ModelRequest(
-        messages=[user("…")],
+        messages=[user("…", attachments or [])],
         tools=specs,
         tool_choice=tool_choice if specs else None,
         settings=ModelSettings(

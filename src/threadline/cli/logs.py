@@ -1,4 +1,5 @@
-"""``threadline logs list`` and ``threadline logs show ID``: the stored conversations, in the terminal.
+"""``threadline logs list`` and ``threadline logs show ID``: the stored conversations, in the terminal (``logs fork``,
+``logs delete`` and ``logs search`` live in modules of their own and join the group here).
 
 Both read the store named by ``--store`` (default: ``THREADLINE_STORE``, else the default SQLite file). What the
 store holds came from models, tools and files: it is printed with its control characters escaped.
@@ -38,7 +39,7 @@ def _when(value: datetime) -> str:
 
 @click.group("logs")
 def logs() -> None:
-    """Stored conversations: list them, show one, fork one."""
+    """Stored conversations: list them, search them, show, fork or delete one."""
 
 
 @logs.command("list")
@@ -383,11 +384,15 @@ def _context_json(messages: MessageList, built: BuiltContext) -> dict[str, Any]:
     }
 
 
-def _add_fork_command() -> None:
-    """``logs fork`` lives in its own module (which uses this one's store option); it joins the group here."""
+def _add_commands() -> None:
+    """``logs fork``, ``logs delete`` and ``logs search`` live in their own modules; they join the group here."""
+    from .delete import delete
     from .fork import fork
+    from .search import search
 
     logs.add_command(fork)
+    logs.add_command(delete)
+    logs.add_command(search)
 
 
-_add_fork_command()
+_add_commands()

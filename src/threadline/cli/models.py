@@ -68,19 +68,33 @@ def provider_status() -> list[dict[str, Any]]:
             "note": "" if local_ready else "install the 'local' extra: pip install 'threadline[local]'",
         }
     )
+    from ..errors import UserError
+    from ..models.keys import key_name_for, stored_key_names, stored_key_values
+
     keys = tuple(value for value in (os.environ.get(name) for name, _, _ in _ENDPOINTS.values()) if value)
+    keys += tuple(stored_key_values())
+    try:
+        saved = set(stored_key_names())
+        file_problem = ""
+    except UserError as exc:  # a key file others can read is not used: each provider's note says why
+        saved = set()
+        file_problem = str(exc)
     for provider, (key_var, url_var, default_url) in _ENDPOINTS.items():
-        has_key = bool(os.environ.get(key_var))
+        in_environment = bool(os.environ.get(key_var))
+        key_name = key_name_for(key_var)
+        has_key = in_environment or key_name in saved
         custom_url = os.environ.get(url_var)
         url = _shown_url(custom_url, keys) if custom_url else default_url
         # A custom base URL (a local OpenAI-compatible server) may need no key at all.
         ready = has_key or bool(custom_url)
         if has_key:
             note = ""
+        elif file_problem:
+            note = file_problem
         elif custom_url:
             note = f"no {key_var}: fine for a server that needs none"
         else:
-            note = f"set {key_var}"
+            note = f"set {key_var} (export {key_var}=...) or save a key with: threadline keys set {key_name}"
         rows.append(
             {
                 "provider": provider,
@@ -88,7 +102,7 @@ def provider_status() -> list[dict[str, Any]]:
                 "endpoint": url,
                 "endpoint_from": url_var if custom_url else "default",
                 "key": "set" if has_key else "not set",
-                "key_from": key_var,
+                "key_from": key_var if in_environment or not has_key else f"key file ({key_name})",
                 "ready": ready,
                 "note": note,
             }
@@ -96,12 +110,18 @@ def provider_status() -> list[dict[str, Any]]:
     return rows
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--families", is_flag=True, help="Also list the known model families and their capabilities.")
 @click.option("--json", "as_json", is_flag=True, help="Print the providers as JSON.")
+@click.pass_context
 @friendly_errors
-def models(families: bool, as_json: bool) -> None:
-    """List the configured providers, their default models, and the default model."""
+def models(ctx: click.Context, families: bool, as_json: bool) -> None:
+    """List the configured providers, their default models, and the default model.
+
+    `threadline models default NAME` chooses the model used when none is named.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
     rows = provider_status()
     if as_json:
         import json
@@ -123,8 +143,7 @@ def models(families: bool, as_json: bool) -> None:
     for row in rows:
         if row["note"]:
             console.print(f"  {row['provider']}: {row['note']}", style="dim" if row["ready"] else "yellow")
-    source = "THREADLINE_MODEL" if os.environ.get("THREADLINE_MODEL") else "built-in default"
-    console.print(f"default model: [bold]{default_model_name()}[/bold] ({source})")
+    console.print(f"default model: [bold]{default_model_name()}[/bold] ({_default_source()})", highlight=False)
     console.print(
         "any model of a provider works by name, e.g. openai:gpt-4.1, openai-responses:gpt-5 or "
         "anthropic:claude-sonnet-4-5"
@@ -150,3 +169,45 @@ def models(families: bool, as_json: bool) -> None:
 
 def _flag(value: bool) -> str:
     return "yes" if value else "no"
+
+
+def _default_source() -> str:
+    """Where the default model comes from, as `default_model_name` chooses it."""
+    from ..models.settings import configured_default_model, settings_path
+
+    if os.environ.get("THREADLINE_MODEL"):
+        return "THREADLINE_MODEL"
+    if configured_default_model():
+        return f"threadline models default, in {settings_path()}"
+    return "built-in default"
+
+
+@models.command("default")
+@click.argument("name", required=False)
+@click.option("--unset", is_flag=True, help="Forget the saved default (then: $THREADLINE_MODEL, else local).")
+@friendly_errors
+def default(name: str | None, unset: bool) -> None:
+    """Show the default model, or make NAME the default (used when -m is not given; $THREADLINE_MODEL wins).
+
+    NAME is checked first: an unknown provider is refused and nothing is saved.
+    """
+    from ..models.settings import save_default_model
+
+    if name is not None and unset:
+        raise click.UsageError("give NAME or --unset, not both")
+    if unset:
+        save_default_model(None)
+        click.echo(f"no saved default model; the default is now {default_model_name()}", err=True)
+        return
+    if name is None:
+        click.echo(default_model_name())
+        click.echo(f"({_default_source()})", err=True)
+        return
+    from ..models import get_model
+
+    # An unknown provider or an empty name is refused here, not at the next prompt; no request is sent.
+    resolved = get_model(name).name
+    path = save_default_model(name)
+    click.echo(f"the default model is now {resolved} (saved in {path})", err=True)
+    if os.environ.get("THREADLINE_MODEL"):
+        click.echo(f"note: THREADLINE_MODEL={os.environ['THREADLINE_MODEL']} is set, and it wins", err=True)

@@ -35,6 +35,7 @@ from .turn_printer import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..attachments import Attachment
     from ..builder import PromptBuilder
     from ..conversation import Conversation
     from ..models.base import Model
@@ -44,6 +45,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "TurnInterrupted",
     "TurnPrinter",
+    "attachments_of",
     "chat",
     "check_model",
     "check_tool_choice",
@@ -135,7 +137,7 @@ _model_option = click.option(
     metavar="MODEL",
     help=(
         "local, local:/path/file.gguf, openai:<model>, openai-responses:<model>, anthropic:<model>; "
-        "default $THREADLINE_MODEL, else local."
+        "default $THREADLINE_MODEL, else the one of threadline models default, else local."
     ),
 )
 _system_option = click.option("-s", "--system", default=None, help="A system prompt.")
@@ -284,9 +286,49 @@ def configure(
     return builder
 
 
+_attachment_option = click.option(
+    "-a",
+    "--attach",
+    "attach_paths",
+    multiple=True,
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False, readable=True),
+    help="Attach a file to the prompt: an image (png, jpeg, gif, webp) as an image, anything else (a PDF…) as a "
+    "file. Read now, so the log holds it. Repeatable.",
+)
+
+
+def attachments_of(paths: tuple[str, ...]) -> list[Attachment]:
+    """The ``-a`` files as attachments: images (by their type, else by their first bytes) as images, the rest as
+    files; each is read now.
+
+    Raises:
+        CommandError: when a file cannot be read (it is named; nothing is stored).
+    """
+    import mimetypes
+    from pathlib import Path
+
+    from ..attachments import Attachment
+
+    attached: list[Attachment] = []
+    for path in paths:
+        try:
+            image = Attachment.image(path)
+            if image.media_type is not None and image.media_type.startswith("image/"):
+                attached.append(image)
+            else:
+                name = Path(path).name
+                media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+                attached.append(Attachment("file", data=image.data, path=path, media_type=media_type, name=name))
+        except OSError as exc:
+            raise CommandError(f"cannot read the attachment {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+    return attached
+
+
 @click.command("prompt")
 @click.argument("text", required=False)
 @_model_option
+@_attachment_option
 @_system_option
 @_tool_option
 @click.option(
@@ -309,6 +351,7 @@ def configure(
 def prompt(
     text: str | None,
     model_name: str | None,
+    attach_paths: tuple[str, ...],
     system: str | None,
     tool_specs: tuple[str, ...],
     tool_choice: str | None,
@@ -341,14 +384,17 @@ def prompt(
         check_tool_choice(tool_choice, tools)
         model = resolve_model(model_name)
         reasoning = _reasoning(reasoning_effort, reasoning_budget)
-        # Before anything is stored: a missing key, or reasoning asked of a model without it, keeps nothing.
-        check_model(model, tools, tool_choice, _check_settings(max_tokens, temperature, reasoning, options))
+        attached = attachments_of(attach_paths)
+        # Before anything is stored: a missing key, reasoning asked of a model without it, or an image for a model
+        # that cannot see keeps nothing.
+        settings = _check_settings(max_tokens, temperature, reasoning, options)
+        check_model(model, tools, tool_choice, settings, attached)
         conversation, builder = open_conversation(store, continue_latest, cid, model)
         builder = configure(builder, system, tools, tool_choice, mode, reasoning)
         events = stderr_console()
         prepare_model(model, events)  # before the reservation: another turn must not wait for our weights
         wait_for_turn(conversation, events, wait)
-        builder.request(text).prompt_conversation(**_settings(max_tokens, temperature, options))
+        builder.request(text, attached).prompt_conversation(**_settings(max_tokens, temperature, options))
         try:
             thinking = events if show_reasoning else None
             run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, thinking=thinking))

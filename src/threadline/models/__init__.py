@@ -4,9 +4,10 @@ Provider modules are imported only when a name needs them, so resolving ``local`
 resolving ``openai:…`` never imports llama.cpp.
 
 `get_model` shares one instance per name *and configuration*: the environment variables that configure a provider
-(``OPENAI_BASE_URL``, ``OPENAI_API_KEY``…) are part of the cache key, as a hash, so a key never sits in the cache
-in the clear. When they change, the next `get_model` makes a model that uses the new values, and the instance it
-replaces has its connection pools closed.
+(``OPENAI_BASE_URL``, ``OPENAI_API_KEY``…) are part of the cache key, as a hash, so a key never sits in the cache in the
+clear; so is the state of the key file (`threadline.models.keys`), which is read when the environment has no key. When
+they change, the next `get_model` makes a model that uses the new values, and the instance it replaces has its
+connection pools closed.
 
 A package adds a provider without threadline changing by declaring an entry point in the group
 ``threadline.providers`` (`ENTRY_POINT_GROUP`) named after its prefix, whose object is a factory as
@@ -124,8 +125,14 @@ def register_provider(prefix: str, factory: Callable[[str], Model], *, environme
 
 
 def default_model_name() -> str:
-    """``THREADLINE_MODEL`` if set, else ``local``."""
-    return os.environ.get("THREADLINE_MODEL") or "local"
+    """``THREADLINE_MODEL`` if set, else the default saved by ``threadline models default NAME``, else ``local``.
+
+    Raises:
+        UserError: when the settings file that would hold the saved default cannot be read.
+    """
+    from .settings import configured_default_model
+
+    return os.environ.get("THREADLINE_MODEL") or configured_default_model() or "local"
 
 
 def get_model(name: str | Model | None = None) -> Model:
@@ -231,6 +238,11 @@ def _fingerprint(names: tuple[str, ...]) -> str:
     for variable in names:
         digest.update(variable.encode())
         digest.update(b"\x00" + os.environ.get(variable, "").encode("utf-8", "surrogatepass") + b"\x00")
+    # A key saved with `threadline keys set` is read when the environment has none: a changed key file makes a
+    # new model too (its size and time stand for it; the keys themselves are not read here).
+    from .keys import key_file_stamp
+
+    digest.update(key_file_stamp().encode())
     return digest.hexdigest()
 
 

@@ -58,6 +58,7 @@ from ..store import MessagePage, Store, open_store, stored_awaiting, whole_tool_
 from ..store.capabilities import ArtifactStore, BrowsableStore, ConversationStore, PageStore, require
 from .approvals import decide_call
 from .branches import ForkPoint, compare, fork, fork_point, rename
+from .continuation import composer_choice, made_on
 from .downloads import content_disposition
 from .durable_turns import render_strip
 from .find import Finding, find
@@ -91,11 +92,23 @@ def _configured_models() -> dict[str, str | Model]:
     names = [default_model_name()]
     if importlib.util.find_spec("llama_cpp") is not None:
         names.append("local")
-    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+    saved = _saved_key_names()
+    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL") or "openai" in saved:
         names.append(DEFAULT_MODELS["openai"])
-    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL"):
+    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL") or "anthropic" in saved:
         names.append(DEFAULT_MODELS["anthropic"])
     return {name: name for name in dict.fromkeys(names)}
+
+
+def _saved_key_names() -> list[str]:
+    """The names of the keys saved with ``threadline keys set`` (none when the key file cannot be used)."""
+    from ..errors import UserError
+    from ..models.keys import stored_key_names
+
+    try:
+        return stored_key_names()
+    except UserError:
+        return []
 
 
 def create_app(
@@ -298,8 +311,11 @@ async def timeline_page(viewer: Viewer, request: Request) -> Response:
         note_match_past_cut(items, page.messages, at, query, PART_CHARS)
     requests = [m.id for m in page.messages if isinstance(m, UserMessage) and m.id]
     turns = await in_thread(viewer.durable.of_conversation, cid, requests)
+    selected_model, other_model = composer_choice(list(viewer.models), made_on(page.messages))
     return viewer.page(
         "conversation.html",
+        selected_model=selected_model,
+        made_on=other_model,
         cid=cid,
         info=info,
         rendered=items,

@@ -6,7 +6,9 @@ Safe by construction, whatever a message holds:
 - raw HTML is off: ``<script>`` or ``<img onerror=…>`` in a message is shown as text;
 - links go through markdown-it's ``validateLink`` (no ``javascript:``, ``vbscript:``, ``file:`` or ``data:`` links:
   such a link stays text), and open apart from the viewer (``rel="noopener noreferrer nofollow"``);
-- an image becomes a link to it, so a message never makes the browser fetch anything by itself.
+- an image becomes a link to it, so a message never makes the browser fetch anything by itself;
+- a bare ``http://`` or ``https://`` address in the text becomes a link (`_autolink`; no other scheme does, and
+  the address goes through the same ``validateLink``), with the same ``rel``.
 
 Never hides a word of the message (a reviewer reads the log here): markdown-it drops what lies deeper than its nesting
 limit (20 block quotes, about 10 list levels), a table row's cells past the header's, a code fence's info string past
@@ -131,6 +133,83 @@ def _cell_open(renderer: Any, tokens: Sequence[Token], index: int, options: Any,
     return str(renderer.renderToken(tokens, index, options, env))
 
 
+# A bare web address in running text: http or https only, up to a space or a character no address holds unquoted.
+_BARE_URL = re.compile(r"\bhttps?://[^\s<>\"'`]+", re.IGNORECASE)
+_TRAILING = ".,;:!?*_~"  # sentence punctuation after an address is not part of it
+
+
+def _url_end(url: str) -> str:
+    """``url`` without the punctuation that ends the sentence it stands in (a ``)`` only when it closes nothing
+    opened inside the address, as in "(see https://example.com/a)")."""
+    while url:
+        last = url[-1]
+        if last in _TRAILING or (last == ")" and url.count(")") > url.count("(")):
+            url = url[:-1]
+        else:
+            break
+    return url
+
+
+def _autolink(state: Any) -> None:
+    """Make the bare ``http(s)://`` addresses of text tokens links, as ``<https://…>`` would (markdown-it's own
+    linkify needs another package). Text inside a link stays as it is."""
+    parser = state.md
+    for block in state.tokens:
+        if block.type != "inline" or not block.children:
+            continue
+        children: list[Token] = []
+        depth = 0
+        for token in block.children:
+            if token.type == "link_open":
+                depth += 1
+            elif token.type == "link_close":
+                depth -= 1
+            if token.type != "text" or depth > 0 or "://" not in token.content:
+                children.append(token)
+                continue
+            children.extend(_linked(parser, token))
+        block.children = children
+
+
+def _linked(parser: MarkdownIt, token: Token) -> list[Token]:
+    """A text token split into text and links at its bare web addresses."""
+    text = token.content
+    pieces: list[Token] = []
+    position = 0
+    for match in _BARE_URL.finditer(text):
+        url = _url_end(match.group())
+        href = parser.normalizeLink(url)
+        if len(url) <= len(match.group().split("://", 1)[0]) + 3 or not parser.validateLink(href):
+            continue
+        if match.start() > position:
+            pieces.append(_text_token(text[position : match.start()], token.level))
+        opening = Token("link_open", "a", 1)
+        opening.attrs = {"href": href}
+        opening.markup = "linkify"
+        opening.info = "auto"
+        opening.level = token.level
+        pieces.append(opening)
+        pieces.append(_text_token(parser.normalizeLinkText(url), token.level + 1))
+        closing = Token("link_close", "a", -1)
+        closing.markup = "linkify"
+        closing.info = "auto"
+        closing.level = token.level
+        pieces.append(closing)
+        position = match.start() + len(url)
+    if not pieces:
+        return [token]
+    if position < len(text):
+        pieces.append(_text_token(text[position:], token.level))
+    return pieces
+
+
+def _text_token(content: str, level: int) -> Token:
+    token = Token("text", "", 0)
+    token.content = content
+    token.level = level
+    return token
+
+
 @cache
 def _parser() -> MarkdownIt:
     parser = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": _highlight})
@@ -142,6 +221,7 @@ def _parser() -> MarkdownIt:
     parser.add_render_rule("fence", _fence)
     parser.block.ruler.at("reference", _reference)
     parser.add_render_rule("link_definition", _link_definition)
+    parser.core.ruler.push("autolink_bare", _autolink)
     return parser
 
 

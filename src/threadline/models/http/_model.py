@@ -20,6 +20,7 @@ import msgspec
 
 from ...errors import UserError
 from ..base import Model, ModelCapabilities, ModelEvent, ModelRequest, check_capabilities
+from ..keys import key_file_path, key_name_for, stored_key
 from ..profiles import ModelProfile, server_for_url
 from ._convert_common import check_images, check_tool_choice
 from ._tls import ssl_verify
@@ -116,13 +117,20 @@ class HTTPModel(Model):
         base_profile = profile or self._default_profile(self.model_id)
         self.profile = base_profile.with_server(server).with_capabilities(capabilities)
         self.capabilities = self.profile.capabilities
-        key_from_env = api_key is None
-        key = api_key if api_key is not None else os.environ.get(self._key_env) or None
+        key_name = key_name_for(self._key_env)
+        if api_key is not None:
+            key: str | None = api_key
+            where = f"the api_key given to {cls}"
+        elif os.environ.get(self._key_env):
+            key = os.environ[self._key_env]
+            where = f"the key from {self._key_env}"
+        else:  # the environment wins over the key file (`threadline keys set`)
+            key = stored_key(self._key_env)
+            where = f"the {key_name!r} key of the key file {key_file_path()}"
         if key is not None:
             # A key read from a file often ends in a newline, which no server accepts in a header.
             key = key.strip() or None
             if key is not None and _BAD_KEY_CHARS.search(key):
-                where = f"the key from {self._key_env}" if key_from_env else f"the api_key given to {cls}"
                 raise UserError(f"{where} contains a space or a control character; check it (it is not shown)")
         self._has_key = bool(key)
         all_headers = {"Content-Type": "application/json", "Accept": "application/json", **self._extra_headers}
@@ -134,11 +142,9 @@ class HTTPModel(Model):
         needs_one = " if this server needs one" if compatible else ""
         valid_for = " for this server" if compatible else ""
         if not key:
-            hint = f"No key is set: set {self._key_env} (or pass api_key=){needs_one}."
-        elif key_from_env:
-            hint = f"The key from {self._key_env} was refused: check it is valid{valid_for}."
+            hint = f"No key is set: {self._set_key_hint()}{needs_one}."
         else:
-            hint = f"The api_key given to {cls} was refused: check it is valid{valid_for}."
+            hint = f"{where[0].upper()}{where[1:]} was refused: check it is valid{valid_for}."
         elsewhere = compatible and self.base_url != self._default_base_url
         # Headers that carry credentials of the caller's own (Azure's "api-key", a proxy's token) are secrets too.
         secrets = [key] if key else []
@@ -172,6 +178,13 @@ class HTTPModel(Model):
     def __repr__(self) -> str:
         return f"<{self._class_name} {self.name!r} at {mask_secrets(self.base_url)}>"
 
+    def _set_key_hint(self) -> str:
+        """How to give this provider a key: the shell's way, the key file's, and the library's."""
+        return (
+            f"set {self._key_env} (export {self._key_env}=...), save one with: threadline keys set "
+            f"{key_name_for(self._key_env)}, or pass api_key="
+        )
+
     def check(self, request: ModelRequest) -> None:
         """Refuse, before anything is sent, a request this model cannot serve.
 
@@ -187,7 +200,7 @@ class HTTPModel(Model):
                 if self._compatible_servers
                 else ""
             )
-            raise UserError(f"no API key for {self.name}: set {self._key_env}, or pass api_key={other_server}")
+            raise UserError(f"no API key for {self.name}: {self._set_key_hint()}{other_server}")
         check_tool_choice(request)
         self._check_wire(request)
         if self.capabilities.images:

@@ -697,6 +697,22 @@
     }
   }
 
+  // The toolbar shows the conversation's title while the header's is out of sight (a conversation opens at its end).
+  const toolbar = document.getElementById("toolbar");
+  const headerTitle = document.getElementById("conv-title");
+  if (toolbar && headerTitle && "IntersectionObserver" in window) {
+    new IntersectionObserver((entries) => {
+      for (const entry of entries) toolbar.classList.toggle("header-gone", !entry.isIntersecting);
+    }).observe(headerTitle);
+  }
+  // Rename, clicked in the toolbar, puts the cursor in the title box.
+  const rename = document.querySelector("#toolbar details.rename");
+  if (rename) {
+    rename.addEventListener("toggle", () => {
+      if (rename.open) rename.querySelector("input[name=title]").focus();
+    });
+  }
+
   // The toolbar's menus close when the reader clicks elsewhere or presses Escape.
   const menus = [...document.querySelectorAll("#toolbar details.dropdown")];
   document.addEventListener("click", (event) => {
