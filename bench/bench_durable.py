@@ -23,8 +23,9 @@ with a fake OpenAI-format server on 127.0.0.1 as the model.
 3. **Queue polling interval** (DBOS polls a queue every ``polling_interval_sec``, 1 s by default; ``threadline
    worker`` cannot be told another yet, so ``_durable_worker.py`` serves the same turns with ``--poll``): for 1.0,
    0.2 and 0.05 s, a single-call turn's latency one at a time (submit → ``result()`` as a user sees it, and enqueue
-   → end as DBOS recorded it), the throughput of N turns submitted at once, and the worker's CPU while idle (the
-   cost of polling: one query per poll, plus one per partition of the queue holding turns).
+   → end as DBOS recorded it; ``result()`` looks every 0.1 s), the throughput of N turns submitted at once against
+   N bare 2-step workflows queued the same way, and the worker's CPU while idle (the cost of polling: DBOS reads
+   the queue's settings and tries a dequeue on every poll).
 
 Run: python bench/bench_durable.py [--quick] [--part=N ...] (about 2 minutes on an idle machine; --quick less;
 ``--part=1`` runs part 1 alone, and so on)
@@ -249,6 +250,30 @@ def run_batch(client: Any, app: str, turns: int) -> tuple[float, list[str]]:
     return (time.perf_counter() - start) / turns, [handle.id for handle in handles]
 
 
+def enqueue_bare(client: Any) -> str:
+    """Queue the bare 2-step workflow as `Client.submit` queues a turn (a partition of its own); its id."""
+    from threadline.durable.config import QUEUE_NAME
+
+    workflow_id = f"bare-{uuid.uuid4().hex}"
+    options: dict[str, Any] = {
+        "workflow_name": "bench_bare_turn_2",
+        "queue_name": QUEUE_NAME,
+        "workflow_id": workflow_id,
+        "queue_partition_key": workflow_id,
+    }
+    client.dbos.enqueue(options, "chat", workflow_id, "question")
+    return str(workflow_id)
+
+
+def run_bare_batch(client: Any, count: int) -> float:
+    """Queue ``count`` bare 2-step workflows at once, wait for all; seconds per workflow."""
+    start = time.perf_counter()
+    ids = [enqueue_bare(client) for _ in range(count)]
+    for workflow_id in ids:
+        client.dbos.retrieve_workflow(workflow_id).get_result(polling_interval_sec=0.1)
+    return (time.perf_counter() - start) / count
+
+
 # -- 1. throughput --------------------------------------------------------------------------------------------------
 def in_process_single(server: FakeOpenAI, turns: int) -> float:
     """Seconds per single-call turn run here one after another, on a PostgreSQL store."""
@@ -411,7 +436,6 @@ def direct(server: FakeOpenAI, results: dict[str, Any]) -> tuple[float, float]:
 def queued(server: FakeOpenAI, directory: Path, in_process: float, results: dict[str, Any]) -> float:
     """Part 2, queued: tool turns and the bare 2-step workflow through one worker, one at a time; ratio to floor."""
     from threadline.durable import Client
-    from threadline.durable.config import QUEUE_NAME
 
     with fresh_schema() as schema:
         running = Workers(directory, server, schema.url)
@@ -426,14 +450,7 @@ def queued(server: FakeOpenAI, directory: Path, in_process: float, results: dict
                     handle = client.submit("Weather in Paris?", app="tooled")
                     assert handle.result(timeout=120).stop_reason == "end"
                     turn_ids.append(handle.id)
-                    workflow_id = f"bare-{uuid.uuid4().hex}"
-                    options: dict[str, Any] = {
-                        "workflow_name": "bench_bare_turn_2",
-                        "queue_name": QUEUE_NAME,
-                        "workflow_id": workflow_id,
-                        "queue_partition_key": workflow_id,
-                    }
-                    client.dbos.enqueue(options, "tooled", workflow_id, "Weather in Paris?")  # type: ignore[arg-type]
+                    workflow_id = enqueue_bare(client)
                     client.dbos.retrieve_workflow(workflow_id).get_result(polling_interval_sec=0.1)
                     bare_ids.append(workflow_id)
                 roles = [m.role for m in client.store.load(handle.conversation_id)]
@@ -488,22 +505,34 @@ def polling(server: FakeOpenAI, directory: Path, results: dict[str, Any]) -> Non
                         seen.append(time.perf_counter() - start)
                         ids.append(handle.id)
                     per_turn, _ = run_batch(client, "chat", TURNS)
+                    per_bare = run_bare_batch(client, TURNS)
             finally:
                 running.stop()
             recorded = schema.recorded_seconds(ids)
         latency, dbos_latency = statistics.median(seen), statistics.median(recorded)
-        rows.append([f"{poll:g} s", latency * 1e3, dbos_latency * 1e3, 1 / per_turn, per_turn * 1e3, idle * 100])
+        rows.append(
+            [f"{poll:g} s", latency * 1e3, dbos_latency * 1e3, 1 / per_turn, per_turn * 1e3, per_bare * 1e3, idle * 100]
+        )
         measured[f"{poll:g}"] = {
             "ms_submit_to_result": latency * 1e3,
             "ms_enqueue_to_end_recorded": dbos_latency * 1e3,
             "turns_per_s": 1 / per_turn,
             "ms_per_turn_at_once": per_turn * 1e3,
+            "ms_per_bare_2_step_workflow_at_once": per_bare * 1e3,
             "idle_cpu_percent": idle * 100,
         }
     print_table(
         f"3. Queue polling interval: one worker; latency: median of {LATENCY_TURNS} single-call turns one at a time; "
-        f"throughput: {TURNS} submitted at once",
-        ["poll", "ms submit -> result()", "ms enqueue -> end (DBOS)", "turns/s", "ms/turn", "idle CPU % of a core"],
+        f"throughput: {TURNS} submitted at once (and {TURNS} bare 2-step workflows, the floor)",
+        [
+            "poll",
+            "ms submit -> result()",
+            "ms enqueue -> end (DBOS)",
+            "turns/s",
+            "ms/turn",
+            "ms/bare 2-step workflow",
+            "idle CPU % of a core",
+        ],
         rows,
     )
     results["polling"] = measured
