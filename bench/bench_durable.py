@@ -27,8 +27,9 @@ with a fake OpenAI-format server on 127.0.0.1 as the model.
    N bare 2-step workflows queued the same way, and the worker's CPU while idle (the cost of polling: DBOS reads
    the queue's settings and tries a dequeue on every poll).
 
-Run: python bench/bench_durable.py [--quick] [--part=N ...] (about 2 minutes on an idle machine; --quick less;
-``--part=1`` runs part 1 alone, and so on)
+Run: python bench/bench_durable.py [--quick] [--part=N ...] (5 minutes on a 2-core machine busy with other work,
+less on an idle one; ``--quick`` fewer turns, without part 1's ``--concurrency`` runs; ``--part=1`` runs part 1
+alone, and so on)
 """
 
 from __future__ import annotations
