@@ -166,3 +166,46 @@ def test_resume_after_a_decision_made_with_the_library(workers: Workers, server:
         client.store.load(cid).validate()
     assert refunds(workers) == ["7"]
     assert server.count == 2
+
+
+def test_a_decision_retried_after_the_client_died_before_queuing_queues_the_resumption(
+    workers: Workers, server: FakeOpenAI
+) -> None:
+    # A client that recorded its decision and died before queuing the resumption: recorded here with the library,
+    # as Client.approve/deny/submit_result do first. The retry decides nothing twice and queues the resumption.
+    server.add(
+        refund_call(2),
+        Answer(text="Refunded 2."),
+        refund_call(900),
+        Answer(text="Not 900."),
+        Answer(tool_calls=(ToolUse("ship", '{"parcel": "p9"}'),)),
+        Answer(text="Shipped."),
+    )
+    workers.start("decideapp:chat")
+    with Client(workers.url) as client:
+        cid, [small] = waiting_turn(client, "Refund 2")
+        Conversation.load(cid, client.store).approve(small, by="alice")
+        handle = client.approve(cid, small, app="chat", by="alice", key="retry-approve")
+        assert handle is not None and handle.id == "retry-approve"
+        assert handle.result(timeout=60).text == "Refunded 2."
+
+        assert client.submit("Refund 900", app="chat", conversation_id=cid).result(timeout=60).stop_reason == (
+            "awaiting"
+        )
+        [large] = [w.call.id for w in Conversation.load(cid, client.store).awaiting]
+        Conversation.load(cid, client.store).deny(large, by="alice", reason="too much")
+        handle = client.deny(cid, large, app="chat", by="alice", reason="too much")
+        assert handle is not None and handle.result(timeout=60).text == "Not 900."
+
+        assert client.submit("Ship p9", app="chat", conversation_id=cid).result(timeout=60).stop_reason == "awaiting"
+        [ship_id] = [w.call.id for w in Conversation.load(cid, client.store).awaiting]
+        Conversation.load(cid, client.store).submit_result(ship_id, "shipped p9")
+        handle = client.submit_result(cid, ship_id, "shipped p9", app="chat")
+        assert handle is not None and handle.result(timeout=60).text == "Shipped."
+        log = client.store.load(cid)
+    log.validate()
+    decisions = [(m.tool_call_id, m.state) for m in log if getattr(m, "state", None) in ("approved", "denied")]
+    assert decisions == [(small, "approved"), (large, "denied")]  # each recorded once
+    assert [m.content for m in log if m.role == "tool" and m.tool_call_id == ship_id] == ["shipped p9"]
+    assert refunds(workers) == ["2"]
+    assert server.count == 6

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from .._ids import new_id
 from ..conversation.conversation import Conversation
 from ..errors import UserError
-from ..message_types import AssistantMessage
+from ..message_list import call_waits
+from ..message_types import ApprovalMessage, AssistantMessage, ToolMessage
 from ..store import open_store
 from .config import (
     APP_NAME,
@@ -44,6 +45,31 @@ class TurnOutcome:
 
     stop_reason: str
     text: str | None
+
+
+def _decided_not_acted_on(conversation: Conversation, call_id: str, state: str) -> bool:
+    """Whether ``call_id`` was ``state`` (``"approved"`` or ``"denied"``) already and the turn has not gone on since
+    (a decision whose resumption was never queued)."""
+    waits = call_waits(conversation.messages)
+    decided = waits.approved if state == "approved" else waits.denied
+    if any(call.id == call_id for call, _ in decided):
+        return True
+    # A denial whose error result was written with it, as the last message.
+    return state == "denied" and _answered_not_acted_on(conversation, call_id) and _denied(conversation, call_id)
+
+
+def _denied(conversation: Conversation, call_id: str) -> bool:
+    return any(
+        isinstance(message, ApprovalMessage) and message.tool_call_id == call_id and message.state == "denied"
+        for message in reversed(conversation.messages)
+    )
+
+
+def _answered_not_acted_on(conversation: Conversation, call_id: str) -> bool:
+    """Whether the result of ``call_id`` is the log's last message (given, and the turn has not gone on since)."""
+    messages = conversation.messages
+    last = messages[-1] if len(messages) else None
+    return isinstance(last, ToolMessage) and last.tool_call_id == call_id
 
 
 class TurnHandle:
@@ -138,7 +164,9 @@ class Client:
         """Approve the waiting call ``call_id`` (`Conversation.approve`, recorded in the store now), then, once no
         call of the conversation waits any more, queue its resumption with the app named ``app`` (`resume`).
         ``key`` is the resumption's workflow id: a decision retried with a key already queued decides nothing again
-        and returns that resumption.
+        and returns that resumption. A call approved already and not yet run (a retry after this process died
+        between recording and queuing, or a decision made elsewhere) is not approved again: the resumption is
+        queued.
 
         Returns:
             The resumed turn's handle; None while other calls still wait (nothing is queued: decide them, and the
@@ -161,7 +189,8 @@ class Client:
         if existing is not None:
             return existing
         conversation = Conversation.load(conversation_id, self.store)
-        conversation.approve(call_id, by=by, reason=reason, scope=scope, arguments_sha256=arguments_sha256)
+        if not _decided_not_acted_on(conversation, call_id, "approved"):
+            conversation.approve(call_id, by=by, reason=reason, scope=scope, arguments_sha256=arguments_sha256)
         return self._resume_when_decided(conversation, app, key)
 
     def deny(
@@ -176,7 +205,8 @@ class Client:
         key: str | None = None,
     ) -> TurnHandle | None:
         """Deny the waiting call ``call_id`` (`Conversation.deny`: the model reads ``"denied by <by>: <reason>"``),
-        then queue the resumption as `approve` does; None while other calls still wait.
+        then queue the resumption as `approve` does (a call denied already and not yet answered is not denied
+        again); None while other calls still wait.
 
         Raises:
             AwaitingDecision, UserError: as `Conversation.deny`; nothing is recorded or queued.
@@ -185,7 +215,8 @@ class Client:
         if existing is not None:
             return existing
         conversation = Conversation.load(conversation_id, self.store)
-        conversation.deny(call_id, by=by, reason=reason, arguments_sha256=arguments_sha256)
+        if not _decided_not_acted_on(conversation, call_id, "denied"):
+            conversation.deny(call_id, by=by, reason=reason, arguments_sha256=arguments_sha256)
         return self._resume_when_decided(conversation, app, key)
 
     def submit_result(
@@ -199,7 +230,8 @@ class Client:
         key: str | None = None,
     ) -> TurnHandle | None:
         """Give the result of the external call ``call_id`` (`Conversation.submit_result`), then queue the
-        resumption as `approve` does; None while other calls still wait.
+        resumption as `approve` does (a call whose result is the log's last message, no answer after it, is not
+        given one again); None while other calls still wait.
 
         Raises:
             AwaitingDecision, UserError: as `Conversation.submit_result`; nothing is recorded or queued.
@@ -208,7 +240,8 @@ class Client:
         if existing is not None:
             return existing
         conversation = Conversation.load(conversation_id, self.store)
-        conversation.submit_result(call_id, content, is_error=is_error)
+        if not _answered_not_acted_on(conversation, call_id):
+            conversation.submit_result(call_id, content, is_error=is_error)
         return self._resume_when_decided(conversation, app, key)
 
     def _existing(self, key: str | None) -> TurnHandle | None:
