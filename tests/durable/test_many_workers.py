@@ -125,17 +125,21 @@ class Fleet:
         self.processes: dict[str, subprocess.Popen[str]] = {}
         self.started: list[subprocess.Popen[str]] = []
 
-    def start(self, worker_id: str, concurrency: int) -> None:
-        args = [sys.executable, "-m", "threadline", "worker", "--store", self.url, "--id", worker_id]
-        args += ["--app", "crashapp:chat", "--concurrency", str(concurrency)]
-        process = subprocess.Popen(
-            args, cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        self.started.append(process)
-        self.processes[worker_id] = process
-        assert process.stdout is not None
-        line = process.stdout.readline()  # blocks until the worker is ready (or dies: an empty line)
-        assert line.startswith(f"worker {worker_id} ready: apps "), line
+    def start(self, *worker_ids: str, concurrency: int) -> None:
+        """Start these workers at once and wait until each is ready."""
+        for worker_id in worker_ids:
+            args = [sys.executable, "-m", "threadline", "worker", "--store", self.url, "--id", worker_id]
+            args += ["--app", "crashapp:chat", "--concurrency", str(concurrency)]
+            process = subprocess.Popen(
+                args, cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            )
+            self.started.append(process)
+            self.processes[worker_id] = process
+        for worker_id in worker_ids:
+            stdout = self.processes[worker_id].stdout
+            assert stdout is not None
+            line = stdout.readline()  # blocks until the worker is ready (or dies: an empty line)
+            assert line.startswith(f"worker {worker_id} ready: apps "), line
 
     def kill(self, worker_id: str) -> None:
         process = self.processes.pop(worker_id)
@@ -184,8 +188,8 @@ def run_with_kills(fleet: Fleet, server: FakeOpenAI, plan: Plan) -> None:
     model = LoopingModel(server)
     server.responder = model
     seed = f"(seed {plan.seed}: THREADLINE_CRASH_SEED={plan.seed} replays it)"
-    for number in range(1, plan.workers + 1):
-        fleet.start(f"w{number}", plan.concurrency)
+    fleet.start(VICTIM, concurrency=plan.concurrency)  # the first one alone: it creates DBOS's tables
+    fleet.start(*(f"w{number}" for number in range(2, plan.workers + 1)), concurrency=plan.concurrency)
     began = time.monotonic()
     kills: list[Kill] = []
     handles: dict[int, list[TurnHandle]] = {}
@@ -199,7 +203,7 @@ def run_with_kills(fleet: Fleet, server: FakeOpenAI, plan: Plan) -> None:
                 tags[earlier[0].conversation_id] = f"c{conversation}"
             kill_at_a_random_point(fleet, client, model, rng, tags)
             kills.append(Kill(time.monotonic() - began, victim_running(client)))
-            fleet.start(VICTIM, plan.concurrency)
+            fleet.start(VICTIM, concurrency=plan.concurrency)
         for conversation, turns in handles.items():
             for handle in turns:
                 outcome = handle.result(timeout=120)
@@ -246,12 +250,15 @@ def kill_at_a_random_point(
     while not (taken := {tags.get(cid, "") for cid in victim_running(client)}) and time.monotonic() < deadline:
         time.sleep(0.01)
     if taken:
-        before = sum(model.calls[tag] for tag in taken)
-        target = before + rng.randint(1, ROUNDS * len(taken))
+        # Some of their calls may be made already: aim at most at half of all, and give up when they are done.
+        target = sum(model.calls[tag] for tag in taken) + rng.randint(1, (ROUNDS * len(taken) + 1) // 2)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if sum(model.calls[tag] for tag in taken) >= target:
-                break
+        checked = time.monotonic()
+        while sum(model.calls[tag] for tag in taken) < target and time.monotonic() < deadline:
+            if time.monotonic() - checked > 0.1:
+                if not taken & {tags.get(cid, "") for cid in victim_running(client)}:
+                    break
+                checked = time.monotonic()
             time.sleep(0.002)
     time.sleep(rng.uniform(0.0, 0.05))
     fleet.kill(VICTIM)
