@@ -23,7 +23,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -80,8 +80,7 @@ class LoopingModel:
     """The fake server's answers: in each turn a call of ``add`` twice, then text; every answer names its
     conversation, the number of messages sent and which attempt of that request it answers."""
 
-    def __init__(self, server: FakeOpenAI) -> None:
-        self.server = server
+    def __init__(self) -> None:
         self.attempts: Counter[tuple[str, int]] = Counter()  # written on the server's thread only
         self.calls: Counter[str] = Counter()  # per conversation
 
@@ -98,14 +97,6 @@ class LoopingModel:
             arguments = json.dumps({"a": sent, "b": attempt})
             return Answer(tool_calls=(ToolUse("add", arguments, id=call_id(tag, sent, attempt)),))
         return Answer(text=answer_text(tag, sent, attempt))
-
-
-@dataclass
-class Kill:
-    """One SIGKILL of the victim: when, and the turns it was running then (DBOS still says so until it restarts)."""
-
-    after_seconds: float
-    running: list[str] = field(default_factory=list)  # conversation ids
 
 
 class Fleet:
@@ -185,13 +176,13 @@ class Plan:
 def run_with_kills(fleet: Fleet, server: FakeOpenAI, plan: Plan) -> None:
     """Start the workers, queue the turns wave by wave killing the victim once per wave, then check everything."""
     rng = random.Random(plan.seed)
-    model = LoopingModel(server)
+    model = LoopingModel()
     server.responder = model
     seed = f"(seed {plan.seed}: THREADLINE_CRASH_SEED={plan.seed} replays it)"
     fleet.start(VICTIM, concurrency=plan.concurrency)  # the first one alone: it creates DBOS's tables
     fleet.start(*(f"w{number}" for number in range(2, plan.workers + 1)), concurrency=plan.concurrency)
     began = time.monotonic()
-    kills: list[Kill] = []
+    kills: list[list[str]] = []  # per kill, the conversations whose turns the victim was running
     handles: dict[int, list[TurnHandle]] = {}
     tags: dict[str, str] = {}  # conversation id -> "c<N>"
     with Client(fleet.url) as client:
@@ -202,12 +193,14 @@ def run_with_kills(fleet: Fleet, server: FakeOpenAI, plan: Plan) -> None:
                 earlier.append(client.submit(f"c{conversation} t{turn}", app="chat", conversation_id=cid))
                 tags[earlier[0].conversation_id] = f"c{conversation}"
             kill_at_a_random_point(fleet, client, model, rng, tags)
-            kills.append(Kill(time.monotonic() - began, victim_running(client)))
+            kills.append(victim_running(client))  # DBOS says so until the victim is restarted
             fleet.start(VICTIM, concurrency=plan.concurrency)
+        answers: dict[int, list[str | None]] = {}
         for conversation, turns in handles.items():
             for handle in turns:
                 outcome = handle.result(timeout=120)
                 assert outcome.stop_reason == "end", f"c{conversation}: {outcome} {seed}"
+                answers.setdefault(conversation, []).append(outcome.text)
         logs = {c: client.store.load(turns[0].conversation_id) for c, turns in handles.items()}
     attempts = server.tally(request_key)
     repeats: Counter[str] = Counter()
@@ -216,7 +209,7 @@ def run_with_kills(fleet: Fleet, server: FakeOpenAI, plan: Plan) -> None:
     # Shown with -s: how long it took, and what the kills hit.
     print(
         f"\n{plan}: {time.monotonic() - began:.1f} s; turns the victim ran at each kill "
-        f"{[len(kill.running) for kill in kills]}; model calls repeated {sum(repeats.values())}"
+        f"{[len(kill) for kill in kills]}; model calls repeated {sum(repeats.values())}"
     )
     for conversation, log in logs.items():
         tag = f"c{conversation}"
@@ -227,13 +220,15 @@ def run_with_kills(fleet: Fleet, server: FakeOpenAI, plan: Plan) -> None:
         expected = expected_log(tag, handles[conversation], attempts)
         got = [describe(message) for message in log]
         assert got == expected, f"{tag}: messages lost, repeated or out of order {seed}"
+        # Each turn's outcome is its own answer, the one in the log.
+        assert answers[conversation] == [text for role, text in expected[5::6]], f"{tag} {seed}"
     # Every model call was made, none that was not needed, and one repeated only when the worker making it was
     # killed: at most once per kill that found its conversation's turn running on the victim.
     needed = {
         (f"c{c}", 6 * t + sent) for c in range(plan.conversations) for t in range(plan.turns) for sent in (1, 3, 5)
     }
     assert set(attempts) == needed, f"requests nobody needed: {set(attempts) - needed} {seed}"
-    allowed = Counter(tags[cid] for kill in kills for cid in kill.running)
+    allowed = Counter(tags[cid] for kill in kills for cid in kill)
     too_many = {tag: (n, allowed[tag]) for tag, n in repeats.items() if n > allowed[tag]}
     assert not too_many, (
         f"finished model calls repeated (repeats, kills that found the turn running): {too_many} {seed}"
