@@ -5,7 +5,8 @@ the same ``--id`` (three workers on PostgreSQL, one on SQLite).
 Whatever the kills, every turn ends, every log is valid and holds exactly its turns' messages in the order they
 were queued, and no model call whose answer reached the log is made again: the fake server counts the requests per
 conversation and number of messages sent, and only a turn the killed worker was running may repeat one request
-per kill, whose earlier answer is then nowhere in the log.
+per kill, whose earlier answer is then nowhere in the log. The tool (idempotent, so a call a kill interrupted runs
+again) notes each run: it runs for every call in the logs and no other, again only under the same rule.
 
 The randomness is seeded (``THREADLINE_CRASH_SEED`` replays a run); every failure message names the seed.
 """
@@ -39,12 +40,23 @@ from threadline.durable.status import turns_in_flight
 from threadline.message_types import AssistantMessage, ToolMessage, UserMessage
 
 APP = """
+import json
+import os
+import time
+from pathlib import Path
+
 import threadline
+
+RUNS = Path(__file__).parent / "runs"
 
 
 @threadline.tool(idempotent=True)
-def add(a: int, b: int) -> int:
+def add(a: int, b: int, note: str) -> int:
     \"\"\"Add two numbers.\"\"\"
+    fd = os.open(RUNS, os.O_WRONLY | os.O_APPEND | os.O_CREAT)  # one write per run: whole lines, whatever kills
+    os.write(fd, (json.dumps([note, a, b]) + "\\n").encode())
+    os.close(fd)
+    time.sleep(0.01)  # long enough for some kills to land while a tool runs
     return a + b
 
 
@@ -94,7 +106,7 @@ class LoopingModel:
         last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
         results = sum(1 for m in messages[last_user:] if m["role"] == "tool")
         if results < ROUNDS - 1:
-            arguments = json.dumps({"a": sent, "b": attempt})
+            arguments = json.dumps({"a": sent, "b": attempt, "note": tag})
             return Answer(tool_calls=(ToolUse("add", arguments, id=call_id(tag, sent, attempt)),))
         return Answer(text=answer_text(tag, sent, attempt))
 
@@ -203,13 +215,17 @@ def run_with_kills(fleet: Fleet, server: FakeOpenAI, plan: Plan) -> None:
                 answers.setdefault(conversation, []).append(outcome.text)
         logs = {c: client.store.load(turns[0].conversation_id) for c, turns in handles.items()}
     attempts = server.tally(request_key)
-    repeats: Counter[str] = Counter()
+    runs = Counter(tuple(json.loads(line)) for line in (fleet.dir / "runs").read_text().splitlines())
+    repeats: Counter[str] = Counter()  # model calls and tool runs made again, per conversation
     for (tag, _), n in attempts.items():
+        repeats[tag] += n - 1
+    for (tag, _, _), n in runs.items():
         repeats[tag] += n - 1
     # Shown with -s: how long it took, and what the kills hit.
     print(
         f"\n{plan}: {time.monotonic() - began:.1f} s; turns the victim ran at each kill "
-        f"{[len(kill) for kill in kills]}; model calls repeated {sum(repeats.values())}"
+        f"{[len(kill) for kill in kills]}; model calls repeated {sum(attempts.values()) - len(attempts)}, tools run "
+        f"again {sum(runs.values()) - len(runs)}"
     )
     for conversation, log in logs.items():
         tag = f"c{conversation}"
@@ -222,16 +238,19 @@ def run_with_kills(fleet: Fleet, server: FakeOpenAI, plan: Plan) -> None:
         assert got == expected, f"{tag}: messages lost, repeated or out of order {seed}"
         # Each turn's outcome is its own answer, the one in the log.
         assert answers[conversation] == [text for role, text in expected[5::6]], f"{tag} {seed}"
-    # Every model call was made, none that was not needed, and one repeated only when the worker making it was
-    # killed: at most once per kill that found its conversation's turn running on the victim.
+    # Every model call was made, none that was not needed, and every tool call of the logs ran, no other; a call
+    # or a tool run was made again only when the worker making it was killed: for each conversation, at most once
+    # per kill that found its turn running on the victim.
     needed = {
         (f"c{c}", 6 * t + sent) for c in range(plan.conversations) for t in range(plan.turns) for sent in (1, 3, 5)
     }
     assert set(attempts) == needed, f"requests nobody needed: {set(attempts) - needed} {seed}"
+    logged_calls = {(tag, sent, attempts[(tag, sent)]) for tag, sent in needed if sent % 6 != 5}  # not the answers
+    assert set(runs) == logged_calls, f"tool runs and logged calls differ: {set(runs) ^ logged_calls} {seed}"
     allowed = Counter(tags[cid] for kill in kills for cid in kill)
     too_many = {tag: (n, allowed[tag]) for tag, n in repeats.items() if n > allowed[tag]}
     assert not too_many, (
-        f"finished model calls repeated (repeats, kills that found the turn running): {too_many} {seed}"
+        f"finished model calls or tool runs repeated (repeats, kills that found the turn running): {too_many} {seed}"
     )
 
 
@@ -286,7 +305,7 @@ def expected_log(tag: str, turns: list[TurnHandle], attempts: Counter[tuple[str,
         for sent in (len(expected), len(expected) + 2):
             attempt = attempts[(tag, sent)]
             ident = call_id(tag, sent, attempt)
-            expected.append(("assistant", f"{ident} add({json.dumps({'a': sent, 'b': attempt})})"))
+            expected.append(("assistant", f"{ident} add({json.dumps({'a': sent, 'b': attempt, 'note': tag})})"))
             expected.append(("tool", f"{ident} {sent + attempt} error=False"))
         sent = len(expected)
         expected.append(("assistant", answer_text(tag, sent, attempts[(tag, sent)])))
