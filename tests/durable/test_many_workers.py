@@ -30,8 +30,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-pytest.importorskip("dbos")
-
 from tests.conftest import POSTGRES_DSN
 from tests.providers.servers._base import Answer, Recorded, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
@@ -112,12 +110,13 @@ class LoopingModel:
 
 
 class Fleet:
-    """Worker processes on one store, started in ``dir`` (where the app module is)."""
+    """Worker processes on one store, started in ``directory`` (where the app module is, and the tool notes its
+    runs)."""
 
-    def __init__(self, dir: Path, url: str, server: FakeOpenAI) -> None:
-        self.dir = dir
+    def __init__(self, directory: Path, url: str, server: FakeOpenAI) -> None:
+        self.dir = directory
         self.url = url
-        (dir / "crashapp.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+        (directory / "crashapp.py").write_text(textwrap.dedent(APP), encoding="utf-8")
         self.env = {
             **os.environ,
             "OPENAI_BASE_URL": server.base_url,
@@ -165,7 +164,7 @@ class Fleet:
 
 @dataclass
 class Plan:
-    """What one crash run does: ``conversations`` each with ``turns`` turns, queued in ``len(kills)`` waves, each
+    """What one crash run does: ``conversations`` each with ``turns`` turns, queued in ``kills`` waves, each
     followed by a SIGKILL of the victim at a random point."""
 
     seed: int
