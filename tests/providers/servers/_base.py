@@ -7,7 +7,11 @@ without answering, or cut a stream in the middle.
 
 The script is a queue. Each item is an `Answer` (what the model says; the provider subclass renders it as a JSON
 body or as a stream, whichever the request asked for) or a fault (`Status`, `Hang`, `Close`, `Cut`). Every request
-is recorded (`FakeServer.requests`), so a test can count attempts and check what was sent field by field.
+is recorded (`FakeServer.requests`), so a test can count attempts and check what was sent field by field
+(`FakeServer.tally` counts them by any key, e.g. per conversation and number of messages sent).
+
+A `FakeServer.responder` answers from the request itself instead of the script: a model that many conversations
+call at once, in an order no script can foresee.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ import ssl
 import threading
 import time
 import uuid
-from collections import deque
-from collections.abc import Iterable
+from collections import Counter, deque
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,9 @@ class FakeServer:
         # The model id every answer names, as the real APIs name a dated snapshot ("gpt-4o-mini-2024-07-18" for a
         # "gpt-4o-mini" request); None: the model the request asked for.
         self.snapshot: str | None = None
+        # When set, it answers every request (with an `Answer` or a fault), and the script is not read. It runs on
+        # the server's thread, one request at a time, after the request is recorded.
+        self.responder: Callable[[Recorded], Any] | None = None
         self._queue: deque[Any] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -226,6 +235,10 @@ class FakeServer:
         """How many requests arrived."""
         return len(self.requests)
 
+    def tally(self, key: Callable[[Recorded], K]) -> Counter[K]:
+        """How many requests arrived, per ``key(request)``."""
+        return Counter(key(request) for request in list(self.requests))
+
     @property
     def bodies(self) -> list[Any]:
         """The JSON bodies of every request, in order."""
@@ -275,7 +288,11 @@ class FakeServer:
                     await self._send_json(writer, 404, {"error": {"message": f"no route {path}"}})
                     continue
                 refusal = self.refuse(request)
-                if not await self._respond(writer, request, refusal if refusal is not None else self._next()):
+                if refusal is None:
+                    item = self.responder(request) if self.responder is not None else self._next()
+                else:
+                    item = refusal
+                if not await self._respond(writer, request, item):
                     return
         except (ConnectionError, asyncio.CancelledError):
             return
