@@ -6,12 +6,13 @@ workflows of empty steps), which the bench queues on the apps' own queue (``Clie
 ``threadline_turns.openai``), each in a partition of its own as a new conversation's turn is.
 
 1. **Turns per second with 1, 2 and 4 workers** (``threadline worker`` processes, as users run them, default
-   settings: ``--poll 0.2``): N single-call turns, each a new conversation, submitted at once with `Client.submit`
-   and waited for with ``result()``. The workers share this machine's cores, so what compares is the ratio to 1
-   worker and the cost per turn; the in-process floor is the same N turns run here one after another
-   (``llm.model(...).store(store).request(text).prompt()``). DBOS's bytes per step (target < 1 KB: ids and short
-   strings only, the log being the checkpoint): every workflow input and output and every step output DBOS
-   recorded, divided by the steps recorded.
+   settings: ``--poll 0.2``; then, in a full run, all with ``--concurrency 4``): on one store, workers are added
+   until 1, then 2, then 4 run, and at each count N single-call turns, each a new conversation, are submitted at
+   once with `Client.submit` and waited for with ``result()`` (after one warm-up turn). The workers share this
+   machine's cores, so what compares is the ratio to 1 worker and the cost per turn; the in-process floor is the
+   same N turns run here one after another (``llm.model(...).store(store).request(text).prompt()``). DBOS's bytes
+   per step (target < 1 KB: ids and short strings only, the log being the checkpoint): every workflow input and
+   output and every step output DBOS recorded in the store so far, divided by the steps recorded.
 2. **A durable 3-round tool turn** (the model asks for a tool, again, then answers; the tool returns at once)
    against its floor: the same turn in process plus a bare DBOS workflow with as many empty steps as the durable
    turn records, 2 (``record_request``, ``continue_turn``: the log is the checkpoint, so a turn is not one step per
@@ -65,12 +66,12 @@ from _common import print_table, record  # noqa: E402
 QUICK = "--quick" in sys.argv
 PARTS = {int(arg.removeprefix("--part=")) for arg in sys.argv if arg.startswith("--part=")} or {1, 2, 3}
 POSTGRES = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
-TURNS = 20 if QUICK else 40
+TURNS = 16 if QUICK else 32
 """Single-call turns submitted at once, per worker count and per polling interval."""
 WORKER_COUNTS = (1, 2, 4)
 CONCURRENCY = 4
 """``threadline worker --concurrency`` in the second run of part 1 (without it, one worker may take every turn)."""
-TOOL_TURNS = 8 if QUICK else 20
+TOOL_TURNS = 6 if QUICK else 12
 """3-round tool turns per side and per round (direct), and per side queued."""
 ROUNDS = 3
 POLLS = (1.0, 0.2, 0.05)
@@ -314,24 +315,28 @@ def in_process_single(server: FakeOpenAI, turns: int) -> float:
 
 
 def on_workers(
-    server: FakeOpenAI, directory: Path, workers: int, turns: int, options: tuple[str, ...]
-) -> tuple[float, float, list[int]]:
-    """Seconds per single-call turn with ``workers`` ``threadline worker`` processes started with ``options``,
-    DBOS's bytes per step, and how many turns each worker ran."""
+    server: FakeOpenAI, directory: Path, counts: tuple[int, ...], turns: int, options: tuple[str, ...]
+) -> Iterator[tuple[int, float, float, list[int]]]:
+    """For each worker count in ``counts`` (ascending), on one store: start ``threadline worker`` processes with
+    ``options`` until that many run, then time ``turns`` single-call turns. Yields the count, seconds per turn,
+    DBOS's bytes per step in the store so far, and how many of the turns each worker ran."""
     from threadline.durable import Client
 
-    server.reply(*(f"answer {n}" for n in range(turns + 1)))
+    server.reply(*(f"answer {n}" for n in range((turns + 1) * len(counts))))
     with fresh_schema() as schema:
         running = Workers(directory, server, schema.url)
         try:
-            running.start("b0", options=options)
-            running.start(*(f"b{n}" for n in range(1, workers)), options=options)
+            running.start("b0", options=options)  # alone: it creates DBOS's tables
+            started = 1
             with Client(schema.url) as client:
-                client.submit("warm up", app="chat").result(timeout=120)
-                per_turn, ids = run_batch(client, "chat", turns)
+                for workers in counts:
+                    running.start(*(f"b{n}" for n in range(started, workers)), options=options)
+                    started = max(started, workers)
+                    client.submit("warm up", app="chat").result(timeout=120)
+                    per_turn, ids = run_batch(client, "chat", turns)
+                    yield workers, per_turn, schema.bytes_per_step(), schema.turns_per_worker(ids)
         finally:
             running.stop()
-        return per_turn, schema.bytes_per_step(), schema.turns_per_worker(ids)
 
 
 def throughput(server: FakeOpenAI, directory: Path, results: dict[str, Any]) -> float:
@@ -341,29 +346,37 @@ def throughput(server: FakeOpenAI, directory: Path, results: dict[str, Any]) -> 
     results["in_process"] = {"turns_per_s": 1 / floor, "ms_per_turn": floor * 1e3}
     worst_bytes = 0.0
     one = 0.0
-    runs: list[tuple[int, tuple[str, ...]]] = [(workers, ()) for workers in WORKER_COUNTS]
+    runs: list[tuple[tuple[int, ...], tuple[str, ...]]] = [(WORKER_COUNTS, ())]
     if not QUICK:
-        runs += [(workers, ("--concurrency", str(CONCURRENCY))) for workers in WORKER_COUNTS if workers > 1]
-    for workers, options in runs:
-        where = directory / f"w{workers}{'c' if options else ''}"
-        per_turn, per_step, spread = on_workers(server, where, workers, TURNS, options)
-        one = one or per_turn
-        worst_bytes = max(worst_bytes, per_step)
-        name = f"{workers} worker(s){' ' + ' '.join(options) if options else ''}"
-        ran = "/".join(str(count) for count in spread)
-        rows.append([name, 1 / per_turn, per_turn * 1e3, one / per_turn, per_turn / floor, ran, per_step])
-        results[f"workers_{workers}{'_concurrency' if options else ''}"] = {
-            "options": list(options),
-            "turns_per_s": 1 / per_turn,
-            "ms_per_turn": per_turn * 1e3,
-            "throughput_vs_1_worker": one / per_turn,
-            "ratio_to_in_process": per_turn / floor,
-            "turns_per_worker": spread,
-            "dbos_bytes_per_step": per_step,
-        }
+        runs.append((tuple(n for n in WORKER_COUNTS if n > 1), ("--concurrency", str(CONCURRENCY))))
+    for counts, options in runs:
+        where = directory / ("concurrency" if options else "default")
+        for workers, per_turn, per_step, spread in on_workers(server, where, counts, TURNS, options):
+            one = one or per_turn
+            worst_bytes = max(worst_bytes, per_step)
+            name = f"{workers} worker(s){' ' + ' '.join(options) if options else ''}"
+            ran = "/".join(str(count) for count in spread)
+            rows.append([name, 1 / per_turn, per_turn * 1e3, one / per_turn, per_turn / floor, ran, per_step])
+            results[f"workers_{workers}{'_concurrency' if options else ''}"] = {
+                "options": list(options),
+                "turns_per_s": 1 / per_turn,
+                "ms_per_turn": per_turn * 1e3,
+                "throughput_vs_1_worker": one / per_turn,
+                "ratio_to_in_process": per_turn / floor,
+                "turns_per_worker": spread,
+                "dbos_bytes_per_step": per_step,
+            }
     print_table(
         f"1. {TURNS} single-call turns submitted at once, PostgreSQL store, threadline worker",
-        ["how", "turns/s", "ms/turn", "throughput vs 1 worker", "x in process", "turns run by each", "DBOS B/step"],
+        [
+            "how",
+            "turns/s",
+            "ms/turn",
+            "throughput vs 1 worker",
+            "x in process",
+            "turns run by each",
+            "DBOS B/step (store so far)",
+        ],
         rows,
     )
     return worst_bytes
@@ -584,6 +597,7 @@ def main() -> None:
     with FakeOpenAI() as server, tempfile.TemporaryDirectory() as temporary:
         directory = Path(temporary)
         if 1 in PARTS:
+            part_began = time.perf_counter()
             worst_bytes = throughput(server, directory / "throughput", results)  # type: ignore[arg-type]
             met = worst_bytes < 1024
             verdicts.append(
@@ -591,15 +605,20 @@ def main() -> None:
             )
             results["dbos_bytes_per_step_max"] = worst_bytes
             results["dbos_bytes_target_met"] = met
+            print(f"(part 1: {time.perf_counter() - part_began:.0f} s)")
         if 2 in PARTS:
+            part_began = time.perf_counter()
             in_process, ratio = direct(server, results)  # type: ignore[arg-type]
             verdicts.append(
                 f"Durable 3-round tool turn / (in process + bare 2-step workflow): {ratio:.2f} (target <= 1.2): "
                 f"{'yes' if ratio <= 1.2 else 'NO'}"
             )
             queued(server, directory / "queued", in_process, results)  # type: ignore[arg-type]
+            print(f"(part 2: {time.perf_counter() - part_began:.0f} s)")
         if 3 in PARTS:
+            part_began = time.perf_counter()
             polling(server, directory / "polling", results)  # type: ignore[arg-type]
+            print(f"(part 3: {time.perf_counter() - part_began:.0f} s)")
     print("\n" + "\n".join(verdicts))
     print(f"({time.perf_counter() - began:.0f} s in all)")
     record("bench_durable", results)
