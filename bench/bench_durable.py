@@ -31,9 +31,9 @@ workflows of empty steps), which the bench queues on the apps' own queue (``Clie
    and the worker's CPU while idle (the cost of polling: DBOS reads the queue's settings and tries a dequeue on
    every poll).
 
-Run: python bench/bench_durable.py [--quick] [--part=N ...] (about 3 minutes on an idle 2-core machine, more on a
-busy one; ``--quick`` fewer turns, without part 1's ``--concurrency`` runs; ``--part=1`` runs part 1 alone, and so
-on)
+Run: python bench/bench_durable.py [--quick] [--part=N ...] (sized for about 3 minutes on an idle 2-core machine;
+``--quick``, fewer turns and without part 1's ``--concurrency`` runs, took 2¼ minutes on one busy with other work;
+``--part=1`` runs part 1 alone, and so on)
 """
 
 from __future__ import annotations
