@@ -32,6 +32,8 @@ from .engine import TurnResult
 from .errors import StoreError, UserError
 from .message_list import AwaitingCall, call_waits
 from .message_types import AssistantMessage, Message, MessageMeta, SystemMessage, UserMessage
+from .pricing.cost import Cost
+from .pricing.prices import log_cost
 from .tracing import hooks as tracing
 
 if TYPE_CHECKING:
@@ -74,6 +76,11 @@ class RunResult:
         if self.awaiting:
             return "awaiting"
         return "end" if not self.pending else "unfinished"
+
+    @property
+    def cost(self) -> Cost:
+        """What the model calls of this call cost (see `Conversation.cost` for the whole conversation)."""
+        return log_cost(self.new_messages)
 
 
 class Run:

@@ -31,6 +31,7 @@ from .._exception_text import describe_exception, exception_message, readable_me
 from .._ids import new_id
 from .._masking import environment_secrets, mask_secrets
 from ..errors import ModelError, UserError
+from ..message_fields import usage_problem
 from ..message_list import MessageList, call_waits
 from ..message_types import (
     DEFAULT_META,
@@ -46,6 +47,8 @@ from ..message_types import (
     UserMessage,
 )
 from ..models.base import ModelRequest, ModelResponse, ReasoningDelta, TextDelta
+from ..pricing.cost import Cost
+from ..pricing.prices import NOT_REPORTED, price, priced
 from ..tools import ResolvedTools
 from ..tracing import hooks as tracing
 from .plan import TurnOptions
@@ -76,6 +79,9 @@ _RESULTS = (ToolMessage, ApprovalMessage)
 
 # The tool_choice values that name no tool.
 _CHOICES = frozenset({"auto", "required", "none"})
+
+# The usage a call that reported none adds to its turn's: no tokens, an unknown cost.
+_UNREPORTED = Usage(cost=Cost(unknown=(NOT_REPORTED,)))
 
 INTERRUPTED_CALL = "the model call was interrupted (Ctrl-C or cancellation) before it finished"
 
@@ -133,7 +139,7 @@ class TurnResult(msgspec.Struct):
             `Conversation.awaiting`; `Conversation.resume` goes on once they are decided).
         rounds: Tool rounds run.
         new_messages: Messages the turn appended, in order.
-        usage: Summed usage of the turn's model calls.
+        usage: Summed usage of the turn's model calls, failed ones included; ``usage.cost`` is what they cost.
     """
 
     stop_reason: str = "end"
@@ -235,16 +241,17 @@ async def run_turn(
 
             response = await _call_model(host, model, request, options, result, thinking, span)
             calls = response.tool_calls
+            usage = response.usage
             message = AssistantMessage(
                 content=response.content,
                 tool_calls=_unique_ids(host.known_call_ids(), calls) if calls else calls,
                 model=response.model or model.name,
-                usage=response.usage,
+                usage=usage,
                 reasoning=response.reasoning,
                 meta=meta,
             )
-            if response.usage is not None:
-                result.usage = result.usage + response.usage
+            # A call without usage still counts: its cost is an unknown part of the turn's, never a free one.
+            result.usage = result.usage + (usage if usage is not None else _UNREPORTED)
             record(message)
             new_messages.append(message)
             yield message
@@ -410,9 +417,21 @@ async def _call_model(
             raised = exc
         if isinstance(raised, ModelError):
             raised.partial = partial
-        failure = AssistantMessage(
-            content=partial, error=error, model=model.name, reasoning=thinking.partial(), meta=_meta(options)
+        # A failed call the provider billed (it reported usage) is logged with its usage and priced.
+        reported = getattr(exc, "usage", None) if isinstance(exc, ModelError) else None
+        usage = (
+            priced(reported, model.name) if isinstance(reported, Usage) and usage_problem(reported) is None else None
         )
+        failure = AssistantMessage(
+            content=partial,
+            error=error,
+            model=model.name,
+            usage=usage,
+            reasoning=thinking.partial(),
+            meta=_meta(options),
+        )
+        if usage is not None:
+            result.usage = result.usage + usage
         try:
             host.record(failure)  # a StoreError here replaces the model's failure: the caller must see it
             result.new_messages.append(failure)
@@ -423,6 +442,11 @@ async def _call_model(
         if raised is exc:
             raise
         raise raised from exc
+    usage = response.usage
+    if usage is not None and usage.cost is None:
+        # Priced here, once: the log and the call's span carry the same cost.
+        priced_usage = msgspec.structs.replace(usage, cost=price(usage, response.model or model.name))
+        response = msgspec.structs.replace(response, usage=priced_usage)  # the model's own answer is left as it is
     if call is not None:
         call.done(response)
     return response

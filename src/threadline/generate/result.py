@@ -18,6 +18,8 @@ import msgspec
 from ..errors import ProtocolError
 from ..message_list import AwaitingCall, MessageList, call_waits, validate_messages
 from ..message_types import ApprovalMessage, AssistantMessage, Message, ToolMessage, Usage, content_for_model
+from ..pricing.cost import Cost
+from ..pricing.prices import log_cost
 from ..serialization import dump_dict, typed_decoder
 
 __all__ = [
@@ -93,6 +95,12 @@ class GenerateTextResult(msgspec.Struct, frozen=True):
     stop_reason: str
     conversation_id: str | None = None
     cached: bool = False
+
+    @property
+    def cost(self) -> Cost:
+        """What the model calls that made this result cost (summed from ``new_messages``; a cached result's is
+        what it cost when it was made): ``cost.unknown`` names what could not be priced."""
+        return log_cost(self.new_messages)
 
     @property
     def awaiting(self) -> list[AwaitingCall]:

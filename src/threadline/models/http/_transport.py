@@ -309,7 +309,9 @@ class Endpoint:
                 if not result.content and not result.tool_calls:
                     if not thought and not held:
                         held = _reasoning_deltas(result)  # what it thought goes to the failure's log
-                    raise self._empty_answer(result)
+                    empty = self._empty_answer(result)
+                    empty.usage = result.usage  # the call was billed: the failure's log keeps what it cost
+                    raise empty
             except (httpx.HTTPError, ModelError) as exc:
                 error = exc if isinstance(exc, ModelError) else self._transport_error(exc, timeout)
                 now = time.monotonic()
@@ -347,6 +349,7 @@ class Endpoint:
                     reasons = [f"gave up after {attempt + 1} attempts"] if attempt else []
                     reasons += [why_not] if why_not else []
                     note = f" ({'; '.join(reasons)})"
+                usage = error.usage
                 error = ModelError(
                     error.message + note,
                     type=error.type,
@@ -354,6 +357,7 @@ class Endpoint:
                     retryable=error.retryable and signals.should_retry is not False,
                 )
                 error.partial = partial
+                error.usage = usage
                 for piece in held:  # no retry follows: the failure's log keeps what was thought
                     yield piece
                 raise self._redact(error) from None
@@ -428,6 +432,7 @@ class Endpoint:
             return error
         redacted = ModelError(message, type=kind, status=error.status, retryable=error.retryable)
         redacted.partial = error.partial
+        redacted.usage = error.usage
         return redacted
 
     # -- error mapping --------------------------------------------------------------------------------------------

@@ -1,0 +1,196 @@
+"""Cached prompt tokens as each provider reports them, streamed and not, become `Usage.cache_read_tokens` and
+`cache_write_tokens`; the log's ``input_tokens`` keep the whole request. The wire bodies follow the usage examples of
+each provider's prompt-caching documentation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from threadline.messages import Usage, UserMessage
+from threadline.models import ModelRequest
+from threadline.models.anthropic._request import build_request as anthropic_request
+from threadline.models.anthropic._response import parse_message
+from threadline.models.anthropic._stream import MessageStream
+from threadline.models.http._convert_common import IdMap
+from threadline.models.openai._chat_request import build_request as chat_request
+from threadline.models.openai._chat_response import parse_completion
+from threadline.models.openai._chat_stream import ChatStream
+from threadline.models.openai._responses_request import ResponsesContext
+from threadline.models.openai._responses_response import parse_response
+from threadline.models.openai._responses_stream import ResponsesStream
+from threadline.models.profiles import anthropic_profile, openai_profile
+from threadline.models.tool_catalog import ToolCatalog
+
+ASK = ModelRequest(messages=[UserMessage(content="What are the key terms of this agreement?")])
+
+# Anthropic's prompt-caching guide: the second request reads the cached prefix the first one wrote.
+ANTHROPIC_WRITE = {
+    "input_tokens": 21,
+    "cache_creation_input_tokens": 188086,
+    "cache_read_input_tokens": 0,
+    "output_tokens": 393,
+}
+ANTHROPIC_READ = {
+    "input_tokens": 21,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 188086,
+    "output_tokens": 393,
+}
+
+
+def anthropic_message(usage: dict[str, Any]) -> bytes:
+    return json.dumps(
+        {
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": "The key terms are..."}],
+            "stop_reason": "end_turn",
+            "usage": usage,
+        }
+    ).encode()
+
+
+def anthropic_stream(start_usage: dict[str, Any], delta_usage: dict[str, Any]) -> list[tuple[str, str]]:
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [],
+            "stop_reason": None,
+            "usage": start_usage,
+        },
+    }
+    return [
+        ("message_start", json.dumps(start)),
+        ("content_block_start", '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
+        ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}'),
+        ("content_block_stop", '{"type":"content_block_stop","index":0}'),
+        (
+            "message_delta",
+            json.dumps({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": delta_usage}),
+        ),
+        ("message_stop", '{"type":"message_stop"}'),
+    ]
+
+
+def test_anthropic_cache_write_and_read_unstreamed() -> None:
+    _, context = anthropic_request(ASK, "claude-sonnet-4-5", anthropic_profile("claude-sonnet-4-5"), stream=False)
+    written = parse_message(anthropic_message(ANTHROPIC_WRITE), context).usage
+    read = parse_message(anthropic_message(ANTHROPIC_READ), context).usage
+    assert written == Usage(input_tokens=188107, output_tokens=393, cache_write_tokens=188086)
+    assert read == Usage(input_tokens=188107, output_tokens=393, cache_read_tokens=188086)
+
+
+def test_anthropic_streamed_cache_counts_from_message_start() -> None:
+    _, context = anthropic_request(ASK, "claude-sonnet-4-5", anthropic_profile("claude-sonnet-4-5"), stream=True)
+    reader = MessageStream(context)
+    for event, data in anthropic_stream({**ANTHROPIC_READ, "output_tokens": 1}, {"output_tokens": 393}):
+        reader.feed(event, data)
+    assert reader.finish().usage == Usage(input_tokens=188107, output_tokens=393, cache_read_tokens=188086)
+
+
+def test_anthropic_streamed_message_delta_gives_the_final_cache_counts() -> None:
+    # The API now repeats the cumulative input and cache counts in message_delta: those are the final ones.
+    _, context = anthropic_request(ASK, "claude-sonnet-4-5", anthropic_profile("claude-sonnet-4-5"), stream=True)
+    reader = MessageStream(context)
+    start = {"input_tokens": 21, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}
+    for event, data in anthropic_stream(start, ANTHROPIC_WRITE):
+        reader.feed(event, data)
+    assert reader.finish().usage == Usage(input_tokens=188107, output_tokens=393, cache_write_tokens=188086)
+
+
+# OpenAI's prompt-caching guide: cached_tokens under prompt_tokens_details (Chat) / input_tokens_details (Responses).
+CHAT_USAGE = {
+    "prompt_tokens": 2006,
+    "completion_tokens": 300,
+    "total_tokens": 2306,
+    "prompt_tokens_details": {"cached_tokens": 1920},
+    "completion_tokens_details": {
+        "reasoning_tokens": 0,
+        "accepted_prediction_tokens": 0,
+        "rejected_prediction_tokens": 0,
+    },
+}
+CACHED = Usage(input_tokens=2006, output_tokens=300, cache_read_tokens=1920)
+
+
+def test_openai_chat_cached_tokens_unstreamed() -> None:
+    _, context = chat_request(ASK, "gpt-4o", openai_profile("gpt-4o"), stream=False)
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "gpt-4o-2024-08-06",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Terms."}, "finish_reason": "stop"}],
+        "usage": CHAT_USAGE,
+    }
+    assert parse_completion(json.dumps(body), context).usage == CACHED
+
+
+def test_openai_chat_cached_tokens_streamed_in_the_usage_chunk() -> None:
+    _, context = chat_request(ASK, "gpt-4o", openai_profile("gpt-4o"), stream=True)
+    reader = ChatStream(context)
+    chunks = [
+        {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "Terms."}}]},
+        {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": CHAT_USAGE},
+    ]
+    for chunk in chunks:
+        reader.feed("message", json.dumps(chunk))
+    reader.feed("message", "[DONE]")
+    assert reader.finish().usage == CACHED
+
+
+RESPONSE = {
+    "id": "resp_1",
+    "object": "response",
+    "status": "completed",
+    "model": "gpt-4o-2024-08-06",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Terms.", "annotations": []}],
+        }
+    ],
+    "usage": {
+        "input_tokens": 2006,
+        "input_tokens_details": {"cached_tokens": 1920},
+        "output_tokens": 300,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 2306,
+    },
+}
+
+
+def responses_context() -> ResponsesContext:
+    return ResponsesContext(ToolCatalog(()), IdMap(strict=False), None, origin="openai-responses")
+
+
+def test_responses_cached_tokens_unstreamed() -> None:
+    assert parse_response(json.dumps(RESPONSE), responses_context()).usage == CACHED
+
+
+def test_responses_cached_tokens_streamed_in_the_completed_event() -> None:
+    reader = ResponsesStream(responses_context())
+    events = [
+        {"type": "response.created", "response": {**RESPONSE, "status": "in_progress", "output": [], "usage": None}},
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "Terms.",
+        },
+        {"type": "response.completed", "response": RESPONSE},
+    ]
+    for event in events:
+        reader.feed(event["type"], json.dumps(event))
+    assert reader.finish().usage == CACHED
