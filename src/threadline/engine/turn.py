@@ -48,12 +48,13 @@ from ..message_types import (
 )
 from ..models.base import ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from ..pricing.cost import Cost
-from ..pricing.prices import NOT_REPORTED, price, priced
+from ..pricing.prices import NOT_REPORTED, Spending, price, priced
 from ..tools import ResolvedTools
 from ..tracing import hooks as tracing
 from .plan import TurnOptions
 from .response import check_response
 from .rounds import interrupted, run_tools, settle
+from .spending import over_budget
 from .waits import round_gates
 
 if TYPE_CHECKING:
@@ -136,16 +137,19 @@ class TurnResult(msgspec.Struct):
             token limit: raise ``max_tokens``), ``"content_filter"`` (the provider's filter or a refusal stopped
             it), ``"max_tool_rounds"`` (the round limit forced a tool-less answer), or ``"error"`` (the model call
             failed), or ``"awaiting"`` (tool calls wait for a person's decision or a result from outside: see
-            `Conversation.awaiting`; `Conversation.resume` goes on once they are decided).
+            `Conversation.awaiting`; `Conversation.resume` goes on once they are decided), or ``"budget"`` (a
+            spending limit was reached before the next request: ``detail`` says which).
         rounds: Tool rounds run.
         new_messages: Messages the turn appended, in order.
         usage: Summed usage of the turn's model calls, failed ones included; ``usage.cost`` is what they cost.
+        detail: Why the turn stopped, in words, where the stop reason needs them (``"budget"``); else None.
     """
 
     stop_reason: str = "end"
     rounds: int = 0
     new_messages: list[Message] = msgspec.field(default_factory=list)
     usage: Usage = msgspec.field(default_factory=Usage)
+    detail: str | None = None
 
     @property
     def text(self) -> str | None:
@@ -215,7 +219,16 @@ async def run_turn(
         # result submitted from outside) continues the turn whose first request was: it is not forced again.
         log = host.messages
         tool_choice = None if len(log) and type(log[-1]) in _RESULTS else options.tool_choice
+        turn_budget, budget = options.turn_budget, options.budget
+        # What the conversation spent before this turn, summed once from its log (a conversation limit only).
+        before = Spending(log) if budget is not None else None
         while not awaiting:
+            if turn_budget is not None or budget is not None:
+                why = over_budget(turn_budget, budget, result.usage, before)
+                if why is not None:
+                    result.stop_reason = "budget"
+                    result.detail = why
+                    break
             final_round = result.rounds >= options.max_tool_rounds
             tools = ResolvedTools() if final_round else host.resolve_tools()
             built = await host.build_request_context(tools, options.run_brief)

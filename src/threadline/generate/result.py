@@ -78,7 +78,8 @@ class GenerateTextResult(msgspec.Struct, frozen=True):
         usage: Summed over the steps.
         request_hash: The `request_hash` of the inputs.
         stop_reason: ``"end"`` (an answer without tool calls), ``"length"`` (the answer stopped at the output
-            token limit), ``"content_filter"`` (a filter or a refusal stopped it), ``"max_tool_rounds"``, or
+            token limit), ``"content_filter"`` (a filter or a refusal stopped it), ``"max_tool_rounds"``, ``"budget"``
+            (a spending limit was reached before the next request), or
             ``"awaiting"``: tool calls wait for a person's decision or a result from outside (`awaiting`); decide
             them with `threadline.generate.approve_call`, ``deny_call`` or ``submit_call_result`` and pass the
             messages they return to ``generate_text`` to go on.
