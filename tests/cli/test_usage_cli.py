@@ -59,7 +59,7 @@ def test_list_shows_tokens_cached_tokens_and_cost_per_conversation(store_url: st
     }
     for header in ("tokens", "cached", "cost"):
         assert header in done.stdout
-    assert rows[priced][-3:] == ["6,300", "4,500", "$0.000742"]  # three calls
+    assert rows[priced][-3:] == ["6,300", "4,500", "$0.000743"]  # three calls
     assert rows[unknown][-3:] == ["12", "0", "unknown"]  # a model without a price is never $0
 
     listed = {row["id"]: row for row in json.loads(run_cli("logs", "list", "--json", "--store", store_url).stdout)}
@@ -80,7 +80,7 @@ def test_show_gives_each_calls_usage_each_turns_and_the_total(store_url: str, st
     out = done.stdout
     assert out.count("assistant · openai:gpt-4o-mini · 2,100 tokens (1,500 cached) · $0.000248") == 3
     assert "turn: 2 calls · 4,200 tokens (3,000 cached) · $0.000495" in out  # the first turn; the second has one call
-    assert out.rstrip().endswith("total: 3 calls · 6,300 tokens (4,500 cached) · $0.000742")
+    assert out.rstrip().endswith("total: 3 calls · 6,300 tokens (4,500 cached) · $0.000743")
     assert out.index("turn: 2 calls") < out.index("Really?")
 
 

@@ -16,7 +16,7 @@ table that fails to load prices nothing and says why; pricing never raises into 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import msgspec
@@ -51,6 +51,8 @@ _matches: dict[str, tuple[Any, Any] | str] = {}
 _priced: dict[tuple[Any, ...], Cost] = {}
 _PRICED_KEPT = 4096
 _MILLION = Decimal(1_000_000)
+_CENTS_PLACES = Decimal("0.0001")
+_BELOW_CENT_PLACES = Decimal("0.000001")
 
 
 def prices_version() -> str | None:
@@ -177,10 +179,11 @@ def cost_text(cost: Cost | None) -> str:
         return "unknown" if cost.unknown else "$0"
     if usd == 0:
         shown = "$0"
-    elif usd >= Decimal("0.01"):
-        shown = f"${usd:,.4f}"
     else:
-        shown = f"${usd:.6f}"
+        # Half up, as the viewer rounds its sums (static/viewer.js, costText).
+        places = _CENTS_PLACES if usd >= Decimal("0.01") else _BELOW_CENT_PLACES
+        rounded = usd.quantize(places, rounding=ROUND_HALF_UP)
+        shown = f"${rounded:,}" if rounded else "<$0.000001"  # spent, if very little: never shown as nothing
     return f"{shown} + unknown" if cost.unknown else shown
 
 
