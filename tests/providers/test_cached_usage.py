@@ -5,8 +5,12 @@ each provider's prompt-caching documentation."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
+import pytest
+
+from threadline import AssistantMessage, Cost, ModelError, llm
 from threadline.messages import Usage, UserMessage
 from threadline.models import ModelRequest
 from threadline.models.anthropic._request import build_request as anthropic_request
@@ -21,6 +25,10 @@ from threadline.models.openai._responses_response import parse_response
 from threadline.models.openai._responses_stream import ResponsesStream
 from threadline.models.profiles import anthropic_profile, openai_profile
 from threadline.models.tool_catalog import ToolCatalog
+from threadline.pricing.prices import prices_version
+
+from .conftest import make_openai
+from .servers import Answer, FakeOpenAI
 
 ASK = ModelRequest(messages=[UserMessage(content="What are the key terms of this agreement?")])
 
@@ -194,3 +202,26 @@ def test_responses_cached_tokens_streamed_in_the_completed_event() -> None:
     for event in events:
         reader.feed(event["type"], json.dumps(event))
     assert reader.finish().usage == CACHED
+
+
+# -- a failed call the provider billed ---------------------------------------------------------------------------
+
+
+async def test_an_empty_answer_that_reported_usage_is_logged_priced(openai_server: FakeOpenAI) -> None:
+    # No text and no tool calls: the call fails (after its retries), but the provider billed it.
+    openai_server.add(*[Answer("", input_tokens=2006, output_tokens=0, cached_tokens=1920)] * 3)
+    model = make_openai(openai_server, max_retries=2, retry_base_delay=0.0)
+    conversation = llm.model(model).request("Anything?").prompt_conversation()
+    try:
+        with pytest.raises(ModelError) as info:
+            async for _ in conversation:
+                pass
+    finally:
+        await model.aclose()
+    assert info.value.type == "empty_response"
+    failure = conversation.messages[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None
+    # gpt-4o-mini: 86 input tokens at $0.15 and 1920 cached at $0.075 per million
+    cost = Cost(usd=Decimal("0.0001569"), prices=prices_version())
+    assert failure.usage == Usage(input_tokens=2006, cache_read_tokens=1920, cost=cost)
+    assert conversation.cost == cost  # the retried attempts are not in the log: only the last is counted
