@@ -27,8 +27,8 @@ from threadline.models.profiles import anthropic_profile, openai_profile
 from threadline.models.tool_catalog import ToolCatalog
 from threadline.pricing.prices import prices_version
 
-from .conftest import make_openai
-from .servers import Answer, FakeOpenAI
+from .conftest import make_anthropic, make_openai
+from .servers import Answer, Cut, FakeAnthropic, FakeOpenAI
 
 ASK = ModelRequest(messages=[UserMessage(content="What are the key terms of this agreement?")])
 
@@ -225,3 +225,22 @@ async def test_an_empty_answer_that_reported_usage_is_logged_priced(openai_serve
     cost = Cost(usd=Decimal("0.0001569"), prices=prices_version())
     assert failure.usage == Usage(input_tokens=2006, cache_read_tokens=1920, cost=cost)
     assert conversation.cost == cost  # the retried attempts are not in the log: only the last is counted
+
+
+async def test_a_cut_anthropic_stream_is_logged_with_the_usage_it_reported(anthropic_server: FakeAnthropic) -> None:
+    # message_start said what the request cost before the connection broke: the failure keeps it, priced.
+    anthropic_server.add(Cut(Answer("A long answer that never finishes, " * 4, input_tokens=1000), after=4))
+    model = make_anthropic(anthropic_server, max_retries=0)
+    conversation = llm.model(model).request("Anything?").prompt_conversation()
+    try:
+        with pytest.raises(ModelError):
+            async for _ in conversation:
+                pass
+    finally:
+        await model.aclose()
+    failure = conversation.messages[-1]
+    assert isinstance(failure, AssistantMessage) and failure.error is not None and failure.content
+    # claude-haiku-4-5: 1000 input tokens at $1 and the 1 output token message_start counts at $5 per million
+    cost = Cost(usd=Decimal("0.001005"), prices=prices_version())
+    assert failure.usage == Usage(input_tokens=1000, output_tokens=1, cost=cost)
+    assert conversation.cost == cost

@@ -11,6 +11,7 @@ import msgspec
 from ...errors import ModelError
 from ...message_types import (
     Reasoning,
+    Usage,
 )
 from ..base import ModelResponse, ReasoningDelta
 from ..http._convert_common import (
@@ -205,18 +206,22 @@ class MessageStream(StreamReader):
             reasoning.append(Reasoning(text="".join(pieces), signature=joined, provider=PROVIDER))
         if reasoning:
             self._order.place(reasoning, bool(self._parts))
+        return response_from(self._parts, uses, self._stop, self.usage_so_far(), self._context, reasoning, self._model)
+
+    def usage_so_far(self) -> Usage | None:
+        """The usage the stream has reported: ``message_start``'s counts with ``message_delta``'s over them (the
+        final ones once the stream is whole; a cut stream's failure is logged with what came)."""
         if self._usage is None and self._output is None and self._input is None:
-            usage = None
-        else:
-            usage = self._usage or WireUsage()
-        if usage is not None and self._output is not None:
+            return None
+        usage = msgspec.structs.replace(self._usage) if self._usage is not None else WireUsage()
+        if self._output is not None:
             usage.output_tokens = self._output
-        if usage is not None and self._input is not None:
+        if self._input is not None:
             usage.input_tokens = self._input
-        if usage is not None and self._thinking is not None:
+        if self._thinking is not None:
             usage.output_tokens_details = WireOutputDetails(thinking_tokens=self._thinking)
-        if usage is not None and self._cache_read is not None:
+        if self._cache_read is not None:
             usage.cache_read_input_tokens = self._cache_read
-        if usage is not None and self._cache_write is not None:
+        if self._cache_write is not None:
             usage.cache_creation_input_tokens = self._cache_write
-        return response_from(self._parts, uses, self._stop, usage_from(usage), self._context, reasoning, self._model)
+        return usage_from(usage)
