@@ -43,6 +43,13 @@ def test_a_call_is_priced_from_its_tokens_cached_ones_apart() -> None:
     assert cost == Cost(usd=Decimal("0.00285"), prices=table())
 
 
+def test_models_whose_prices_change_on_a_date_are_priced_at_todays() -> None:
+    # claude-sonnet-4-6's prices in the table are conditional on the request date (and tiered past 200k tokens).
+    for name in ("anthropic:claude-sonnet-4-6", "anthropic:claude-opus-4-6"):
+        cost = price(Usage(input_tokens=1000, output_tokens=100), name)
+        assert cost.known and cost.usd is not None and cost.usd > 0, (name, cost)
+
+
 def test_a_model_absent_from_the_table_is_unknown_never_free() -> None:
     for name in ("openai:gpt-99-imaginary", "scripted"):
         cost = price(Usage(input_tokens=10, output_tokens=5), name)

@@ -16,6 +16,7 @@ table that fails to load prices nothing and says why; pricing never raises into 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -215,7 +216,7 @@ def _price_anew(usage: Usage, model: str | None) -> Cost:
     if isinstance(match, str):
         return Cost(unknown=(match,), prices=_version)
     provider, info = match
-    model_price = info.get_prices(None)
+    model_price = info.get_prices(datetime.now(UTC))  # the prices in force now (some change on a date)
     unknown: list[str] = []
     read, written = usage.cache_read_tokens, usage.cache_write_tokens
     inputs = usage.input_tokens
