@@ -84,3 +84,22 @@ def test_calls_turns_and_the_header_show_tokens_and_cost(sqlite_store, serve, pa
     expect(header).to_have_text(
         "3 calls · 4,375 tokens (3,500 cached) · $0.000452 + unknown (unknown: model my-own-model)"
     )
+
+
+def test_the_header_follows_a_turn_run_from_the_page(sqlite_store, serve, page) -> None:
+    conv = costly_conversation(sqlite_store)
+    # gpt-4o-mini: 1000 input tokens at $0.15, 100 output at $0.60 per million: $0.00021
+    model = ScriptedModel(["Done."], usage=Usage(input_tokens=1000, output_tokens=100), name="openai:gpt-4o-mini")
+    served = serve(sqlite_store, model=model)
+    page.goto(f"{served.url}/c/{conv.id}")
+    expect(page.locator("#live-state")).to_have_text("live")
+    header = page.locator("#spending")
+    expect(header).to_contain_text("3 calls · 4,375 tokens")
+
+    page.fill("#composer textarea", "Once more")
+    page.click("#composer button[type=submit]")
+    expect(page.locator("#items .msg.role-assistant").last).to_contain_text("Done.")
+    expect(page.locator("#items .msg").last.locator(".msg-head .usage")).to_have_text("1,000 in · 100 out · $0.000210")
+    expect(header).to_have_text(
+        "4 calls · 5,475 tokens (3,500 cached) · $0.000662 + unknown (unknown: model my-own-model)"
+    )

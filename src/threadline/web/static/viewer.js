@@ -242,6 +242,7 @@
     }
     applyFilters();
     renderTimings();
+    refreshSpending();
     if (follow) scrollToBottom();
   }
 
@@ -661,25 +662,34 @@
     return strip;
   }
 
-  // The header's total (tokens, cached, cost) reads the whole log: asked for after the page opened, and again
-  // when the timeline changes (a turn ran).
+  // The header's total (tokens, cached, cost) reads the whole log: asked for once the page has opened, and again as
+  // messages arrive live; one request at a time, and one more after it when messages came meanwhile.
   function refreshSpending() {
     const spending = document.getElementById("spending");
     if (!spending) return;
-    const asked = String(Number(spending.dataset.asked || 0) + 1); // only the latest answer is shown
-    spending.dataset.asked = asked;
+    if (spending.dataset.busy) {
+      spending.dataset.again = "1";
+      return;
+    }
+    spending.dataset.busy = "1";
     fetch(spending.dataset.src, { headers: { accept: "application/json" } })
       .then((response) => (response.ok ? response.json() : null))
       .then((data) => {
-        if (asked !== spending.dataset.asked || !data) return;
+        if (!data) return;
         spending.textContent = data.text;
         spending.hidden = !data.text;
       })
-      .catch(() => { /* the header keeps its last total */ });
+      .catch(() => { /* the header keeps its last total */ })
+      .finally(() => {
+        delete spending.dataset.busy;
+        if (spending.dataset.again) {
+          delete spending.dataset.again;
+          refreshSpending();
+        }
+      });
   }
 
   function renderTimings() {
-    refreshSpending();
     for (const old of items.querySelectorAll(".turn-timing")) old.remove();
     const list = [...items.children].filter((el) => el.classList.contains("msg"));
     const turns = [];
@@ -705,6 +715,7 @@
   });
 
   renderTimings(); // before landing anywhere: the strips take room
+  refreshSpending();
 
   const hitId = timeline.dataset.hit;
   const hit = hitId ? items.querySelector(".msg.hit") : null;
