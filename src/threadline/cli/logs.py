@@ -50,7 +50,8 @@ def logs() -> None:
 @store_option
 @friendly_errors
 def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None:
-    """List conversations, most recently updated first."""
+    """List conversations, most recently updated first, with the tokens, cached tokens and cost of their model
+    calls (a cost without a price is "unknown", never $0)."""
     with open_cli_store(store_url) as store:
         infos = store.list_conversations(limit=limit, offset=offset)
         tallies = [_tally(store, info.id) for info in infos]
