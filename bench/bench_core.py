@@ -16,6 +16,10 @@
    Also shown, not subtracted: the context builder's share (each request's context rebuilt alone, on the log as it
    was then).
 
+   A second measure: **pricing on vs off** (target <= 2% added per tool round). The same turn (async tool) whose
+   calls report usage as gpt-4o-mini's, priced by the engine, against the same usage reported with its cost already
+   (the engine then prices nothing), interleaved in the same run; the bare cost of `price` per call is shown too.
+
 2. **Serialize + parse 10,000 messages** (target <= 0.6x): `MessageList.to_json` + `MessageList.from_json` against
    stdlib ``json.dumps`` + ``json.loads`` of the same data as plain dicts (``log.to_dict()``), same run. The log is a
    realistic mix: user questions, assistant answers, assistant tool calls with their results, failures with partial
@@ -75,6 +79,7 @@ from threadline import (
     UserMessage,
 )
 from threadline.messages import Message
+from threadline.pricing.prices import price
 from threadline.testing import ScriptedModel
 from threadline.tools import resolve_tools
 
@@ -107,6 +112,9 @@ def script() -> list[Any]:
 
 
 HANDLER_NAME = "ping"
+PRICED_MODEL = "openai:gpt-4o-mini"
+PRICED_USAGE = Usage(input_tokens=1200, output_tokens=40, cache_read_tokens=1024)
+TARGET_PRICING_PERCENT = 2.0
 
 
 @functools.cache
@@ -114,10 +122,11 @@ def _tool(handler: Any) -> Tool:
     return Tool(handler, name=HANDLER_NAME)
 
 
-async def one_turn(handler: Any) -> tuple[float, float, float, float]:
-    """Seconds for the whole turn, for the model alone, for the tool alone, and for context building alone."""
+async def one_turn(handler: Any, usage: Usage | None = None) -> tuple[float, float, float, float]:
+    """Seconds for the whole turn, for the model alone, for the tool alone, and for context building alone; with
+    ``usage``, every call reports it as gpt-4o-mini's (so the engine prices it, unless it has its cost already)."""
     tool = _tool(handler)
-    model = ScriptedModel(script())
+    model = ScriptedModel(script()) if usage is None else ScriptedModel(script(), usage=usage, name=PRICED_MODEL)
     conversation = Conversation(
         messages=[UserMessage(content="Ping every host.")], config=ConversationConfig(model=model, tools=[tool])
     )
@@ -128,7 +137,7 @@ async def one_turn(handler: Any) -> tuple[float, float, float, float]:
     assert conversation.last_turn is not None and conversation.last_turn.rounds == ROUNDS
     assert len(model.requests) == ROUNDS + 1
 
-    replay = ScriptedModel(script())
+    replay = ScriptedModel(script()) if usage is None else ScriptedModel(script(), usage=usage, name=PRICED_MODEL)
     requests = [ModelRequest(messages=r.messages, tools=r.tools, settings=r.settings) for r in model.requests]
     start = time.perf_counter()
     for request in requests:
@@ -198,6 +207,45 @@ def bench_engine() -> dict[str, Any]:
 
     gc.collect()
     asyncio.run(main())
+    return out
+
+
+def bench_pricing() -> dict[str, Any]:
+    """Pricing on vs off in the engine: the same tool turn (async tool) whose calls report usage, priced by the
+    engine (on) or reported with their cost already (off: the engine keeps it and prices nothing); interleaved, in
+    the same run. The bare cost of pricing one call (`price`, the table loaded and the model found) is shown too."""
+    turns = 60 if QUICK else 300
+    on = PRICED_USAGE
+    off = msgspec.structs.replace(PRICED_USAGE, cost=price(PRICED_USAGE, PRICED_MODEL))
+
+    async def main() -> dict[str, float]:
+        for _ in range(20):
+            await one_turn(ping_async, on)
+            await one_turn(ping_async, off)
+        priced, unpriced, added = [], [], []
+        for turn in range(turns):
+            pair = []
+            for usage in (on, off) if turn % 2 else (off, on):  # each goes first in half the pairs
+                total, model_time, tool_time, _ = await one_turn(ping_async, usage)
+                pair.append((usage is on, (total - model_time - tool_time) / ROUNDS * 1e6))
+            with_price = next(us for is_on, us in pair if is_on)
+            without = next(us for is_on, us in pair if not is_on)
+            priced.append(with_price)
+            unpriced.append(without)
+            added.append(with_price - without)
+        # The median of the paired differences: the machine's load drifts between pairs, far less within one.
+        return {"on_us_median": median(priced), "off_us_median": median(unpriced), "added_us_median": median(added)}
+
+    gc.collect()
+    out = asyncio.run(main())
+    calls = 20_000
+    start = time.perf_counter()
+    for _ in range(calls):
+        price(PRICED_USAGE, PRICED_MODEL)
+    out["price_us_per_call"] = (time.perf_counter() - start) / calls * 1e6
+    out["added_percent"] = 100 * out["added_us_median"] / out["off_us_median"]
+    # A tool round makes 1.1 model calls (ten rounds, eleven calls): the bare share of pricing in the engine's cost.
+    out["bare_percent"] = 100 * out["price_us_per_call"] * (ROUNDS + 1) / ROUNDS / out["off_us_median"]
     return out
 
 
@@ -417,6 +465,7 @@ def bench_import() -> dict[str, Any]:
 
 def main() -> None:
     engine = bench_engine()
+    pricing = bench_pricing()
     serde = bench_serialization(realistic_log(10_000))
     thinking_log = reasoning_log(10_000)
     serde_reasoning = bench_serialization(thinking_log)
@@ -449,6 +498,15 @@ def main() -> None:
             f"of which context builder {s['context_build_us_per_round']:.0f}",
             f"<= {TARGET_ROUND_US:.0f}",
             s["overhead_us_median"] <= TARGET_ROUND_US,
+        ),
+        (
+            "pricing in the engine, on vs off: % added per tool round",
+            pricing["added_percent"],
+            f"{pricing['on_us_median']:.0f} vs {pricing['off_us_median']:.0f} µs per round (async tool), median "
+            f"paired difference {pricing['added_us_median']:+.1f} µs; "
+            f"price() {pricing['price_us_per_call']:.1f} µs/call bare = {pricing['bare_percent']:.2f}%",
+            f"<= {TARGET_PRICING_PERCENT:.0f}%",
+            pricing["added_percent"] <= TARGET_PRICING_PERCENT,
         ),
         (
             "serialize + parse 10,000 messages: ms",
@@ -503,6 +561,7 @@ def main() -> None:
         {
             "quick": QUICK,
             "turn_engine": engine,
+            "pricing": pricing,
             "serialization": serde,
             "serialization_reasoning": serde_reasoning,
             "memory": memory,
@@ -510,12 +569,13 @@ def main() -> None:
             "targets_met": {
                 "round_async": rows[0][4],
                 "round_sync": rows[1][4],
-                "serialization": rows[2][4],
-                "serialization_reasoning": rows[3][4],
-                "memory_chat": rows[4][4],
-                "memory_tool_mix": rows[5][4],
-                "memory_reasoning": rows[6][4],
-                "import": rows[7][4],
+                "pricing": rows[2][4],
+                "serialization": rows[3][4],
+                "serialization_reasoning": rows[4][4],
+                "memory_chat": rows[5][4],
+                "memory_tool_mix": rows[6][4],
+                "memory_reasoning": rows[7][4],
+                "import": rows[8][4],
             },
         },
     )

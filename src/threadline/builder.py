@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
@@ -27,6 +28,7 @@ from .conversation.config import config_problem
 from .conversation.conversation import Conversation
 from .engine import TurnOptions, TurnResult, plan_turn
 from .engine.plan import PROMPT_CACHE_TTLS, CheckedSettings, check_settings, mode_meta
+from .engine.spending import Budget, budget_problem
 from .errors import OutputValidationError, UserError, warn_renamed
 from .message_types import (
     DEFAULT_META,
@@ -182,6 +184,38 @@ class PromptBuilder:
         if problem is not None:
             raise UserError(problem)
         return self._with_config(approval=policy)
+
+    def budget(
+        self,
+        max_cost_usd: float | Decimal | None = None,
+        max_tokens: int | None = None,
+        *,
+        per: Literal["turn", "conversation"] = "turn",
+    ) -> PromptBuilder:
+        """Limit what a turn (``per="turn"``) or the whole conversation (``per="conversation"``, summed from its log,
+        so it holds across processes and restarts) may spend: US dollars as priced by `threadline.pricing`, and
+        tokens. A request starts only while spending is below every limit; otherwise the turn stops before it (never
+        in the middle of an answer) with ``stop_reason="budget"`` and `TurnResult.detail` saying which limit was
+        reached. A cost limit stops the turn too once a call's cost is unknown. No limits: the budget is removed.
+
+        Raises:
+            UserError: for a limit that is not a number >= 0.
+        """
+        problem = budget_problem(max_cost_usd, max_tokens)
+        if problem is None and per not in ("turn", "conversation"):
+            problem = f"per must be 'turn' or 'conversation', got {per!r:.60}"
+        if problem is not None:
+            raise UserError(problem)
+        if isinstance(max_cost_usd, float):
+            max_cost_usd = Decimal(repr(max_cost_usd))  # 0.1 is 0.1, not its binary neighbour
+        elif isinstance(max_cost_usd, int):
+            max_cost_usd = Decimal(max_cost_usd)
+        limit = (
+            None
+            if max_cost_usd is None and max_tokens is None
+            else Budget(max_cost_usd=max_cost_usd, max_tokens=max_tokens)
+        )
+        return self._with_config(**{"turn_budget" if per == "turn" else "budget": limit})
 
     def max_tool_rounds(self, n: int) -> PromptBuilder:
         """Tool rounds before a tool-less request forces an answer."""

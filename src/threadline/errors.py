@@ -64,10 +64,13 @@ class ModelError(ThreadlineError):
         retryable: Whether trying again later may succeed.
         messages: Set by ``generate_text``: its log up to and including the failure (with the partial output),
             ready to continue from (``generate_text(messages=[*exc.messages, user("go on")])``); None elsewhere.
+        usage: The `Usage` the provider reported for the failed call (an answer refused for stopping at the output
+            limit is billed all the same), when it reported one: the engine logs and prices it with the failure.
     """
 
-    # A `MessageList`; typed loosely so that errors, the root of every module, import nothing of the log.
+    # A `MessageList` and a `Usage`; typed loosely so that errors, the root of every module, import nothing of the log.
     messages: Any = None
+    usage: Any = None
 
     def __init__(
         self,

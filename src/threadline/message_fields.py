@@ -29,6 +29,7 @@ import math
 import re
 from collections.abc import Callable
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from ._json_values import json_problem
@@ -41,6 +42,7 @@ from .message_types import (
     MESSAGE_TYPES,
     MODES,
     NO_ITEMS,
+    USAGE_COUNTS,
     ApprovalMessage,
     AssistantMessage,
     LLMError,
@@ -53,8 +55,17 @@ from .message_types import (
     Usage,
     UserMessage,
 )
+from .pricing.cost import Cost
 
-__all__ = ["MAX_COUNT", "count_problem", "counts_ok", "field_problem", "problem_field", "value_problem"]
+__all__ = [
+    "MAX_COUNT",
+    "count_problem",
+    "counts_ok",
+    "field_problem",
+    "problem_field",
+    "usage_problem",
+    "value_problem",
+]
 
 MAX_COUNT = 2**63 - 1
 """The largest token count a log keeps."""
@@ -143,10 +154,9 @@ def value_problem(message: Message, *, free_form: bool = True) -> str | None:
                         return problem
         usage = message.usage
         if usage is not None:
-            for name in ("input_tokens", "output_tokens", "reasoning_tokens"):
-                problem = count_problem(getattr(usage, name))
-                if problem is not None:
-                    return f"usage.{name} {problem}"
+            problem = usage_problem(usage)
+            if problem is not None:
+                return problem
     elif isinstance(message, ToolMessage):
         duration = message.duration_ms
         if duration is not None and not math.isfinite(duration):
@@ -195,20 +205,35 @@ def _assistant_problem(message: AssistantMessage) -> str | None:
     if usage is not None:
         if not isinstance(usage, Usage):
             return _wrong("usage", usage, "Usage or None")
-        for name in ("input_tokens", "output_tokens", "reasoning_tokens"):
-            problem = count_problem(getattr(usage, name))
-            if problem is not None:
-                return f"usage.{name} {problem}"
+        return usage_problem(usage)
+    return None
+
+
+def usage_problem(usage: Usage) -> str | None:
+    """Why ``usage`` cannot be logged (a count that is not one, a cost that is not a `Cost`), or None."""
+    for name in USAGE_COUNTS:
+        problem = count_problem(getattr(usage, name))
+        if problem is not None:
+            return f"usage.{name} {problem}"
+    cost = usage.cost
+    if cost is None:
+        return None
+    if not isinstance(cost, Cost):
+        return _wrong("usage.cost", cost, "Cost or None")
+    usd = cost.usd
+    if usd is not None and not (isinstance(usd, Decimal) and usd.is_finite() and usd >= 0):
+        return f"usage.cost.usd must be a finite Decimal >= 0 or None, got {usd!r:.60}"
+    unknown = cost.unknown
+    if not (isinstance(unknown, tuple) and all(type(part) is str for part in unknown)):
+        return f"usage.cost.unknown must be a tuple of strings, got {unknown!r:.60}"
+    if cost.prices is not None and type(cost.prices) is not str:
+        return _wrong("usage.cost.prices", cost.prices, "str or None")
     return None
 
 
 def counts_ok(usage: Usage) -> bool:
     """Whether every token count of ``usage`` is one (see `count_problem`): what the engine asks of every answer."""
-    return (
-        count_problem(usage.input_tokens) is None
-        and count_problem(usage.output_tokens) is None
-        and count_problem(usage.reasoning_tokens) is None
-    )
+    return all(count_problem(getattr(usage, name)) is None for name in USAGE_COUNTS)
 
 
 def count_problem(value: Any) -> str | None:

@@ -31,6 +31,7 @@ from ._ids import new_id
 from ._json_values import TOO_DEEP
 from ._text import MAX_NESTING, replace_non_finite_in, replace_surrogates, replace_surrogates_in
 from .attachments import Attachment, clean_attachment
+from .pricing.cost import Cost, cost_of
 
 __all__ = [
     "APPROVAL_KINDS",
@@ -41,6 +42,7 @@ __all__ = [
     "MESSAGE_TYPES",
     "MODES",
     "NO_ITEMS",
+    "USAGE_COUNTS",
     "AnswerPart",
     "ApprovalKind",
     "ApprovalMessage",
@@ -250,28 +252,40 @@ class LLMError(msgspec.Struct, kw_only=True, gc=False):
 
 
 class Usage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
-    """Token usage reported by the model for one call.
+    """Token usage reported by the model for one call, and its price.
 
     Attributes:
         input_tokens: Tokens of the request (cached ones included).
         output_tokens: Tokens generated, reasoning included.
         reasoning_tokens: The part of ``output_tokens`` spent on reasoning, where the provider reports it.
+        cache_read_tokens, cache_write_tokens: The parts of ``input_tokens`` read from and written to a prompt cache.
+        cost: Its `Cost`, set by the turn engine when the call is logged (None: not priced; a sum counts it unknown).
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: Cost | None = None
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        both = self.cost is None and other.cost is None and not (self.total_tokens or other.total_tokens)
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost=None if both else cost_of(self.cost, self.total_tokens) + cost_of(other.cost, other.total_tokens),
         )
+
+
+USAGE_COUNTS = ("input_tokens", "output_tokens", "reasoning_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
 class Reasoning(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):

@@ -6,7 +6,8 @@ the names from where they live:
 - `threadline.message_types`: the value types (the message kinds, `ToolCall`, `Usage`, `Reasoning`, `LLMError`,
   `MessageMeta`, ``INTERRUPTED_TOOL``...), a leaf that imports no other part of the log;
 - `threadline.message_list`: `MessageList` and its protocol checks (`validate_messages`);
-- `threadline.attachments`: `Attachment`.
+- `threadline.attachments`: `Attachment`;
+- `threadline.pricing.cost`: `Cost`, what a `Usage` cost.
 
 Modules inside threadline import from those, not from here, so the one-way order of the log's modules holds (value
 types, their field checks and JSON forms, the list); nothing imports this module but the package's root.
@@ -44,6 +45,7 @@ from .message_types import MESSAGE_TYPES as MESSAGE_TYPES
 from .message_types import NO_ITEMS as NO_ITEMS
 from .message_types import AnswerPart as AnswerPart
 from .message_types import UtcDatetime as UtcDatetime
+from .pricing.cost import Cost
 
 # What ``from threadline.messages import *`` gives, as before the split; the names imported ``as`` themselves above
 # are importable by name too, as they always were.
@@ -53,6 +55,7 @@ __all__ = [
     "ApprovalMessage",
     "AssistantMessage",
     "Attachment",
+    "Cost",
     "LLMError",
     "Message",
     "MessageList",

@@ -32,6 +32,8 @@ from .engine import TurnResult
 from .errors import StoreError, UserError
 from .message_list import AwaitingCall, call_waits
 from .message_types import AssistantMessage, Message, MessageMeta, SystemMessage, UserMessage
+from .pricing.cost import Cost
+from .pricing.prices import log_cost
 from .tracing import hooks as tracing
 
 if TYPE_CHECKING:
@@ -53,14 +55,16 @@ class Node:
 
 @dataclass(slots=True)
 class RunResult:
-    """How a run ended: which nodes are done, which are not, the messages this call added, and the tool calls that
-    stopped it to wait (``awaiting``: decide them, then run the run again)."""
+    """How a run ended: which nodes are done, which are not, the messages this call added, the tool calls that
+    stopped it to wait (``awaiting``: decide them, then run the run again), and the spending limit that stopped it
+    (``budget``: why, in words)."""
 
     run_id: str
     completed: list[str]
     pending: list[str]
     new_messages: list[Message] = field(default_factory=list)
     awaiting: list[AwaitingCall] = field(default_factory=list)
+    budget: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -69,11 +73,18 @@ class RunResult:
 
     @property
     def stop_reason(self) -> str:
-        """``"end"`` when every node is done, ``"awaiting"`` when tool calls wait (see `awaiting`), else
-        ``"unfinished"``."""
+        """``"end"`` when every node is done, ``"awaiting"`` when tool calls wait (see `awaiting`), ``"budget"`` when
+        a spending limit stopped a node's turn (see `budget`), else ``"unfinished"``."""
         if self.awaiting:
             return "awaiting"
+        if self.budget is not None and self.pending:
+            return "budget"
         return "end" if not self.pending else "unfinished"
+
+    @property
+    def cost(self) -> Cost:
+        """What the model calls of this call cost (see `Conversation.cost` for the whole conversation)."""
+        return log_cost(self.new_messages)
 
 
 class Run:
@@ -109,6 +120,7 @@ class Run:
         self.nodes = node_list
         self.run_id = run_id or new_id()
         self.step_context = step_context
+        self._budget: str | None = None  # why a spending limit stopped the last node run, if one did
 
     # -- state from the log -----------------------------------------------------------------------------------
     def states(self) -> dict[str, NodeState]:
@@ -145,6 +157,7 @@ class Run:
         The run holds its conversation from start to end (`Conversation.hold`): no other turn gets between nodes.
         """
         conversation = self.conversation
+        self._budget = None
         async with conversation.hold():
             steps = self._nodes(conversation)
             if tracing.tracer is not None:  # one span around the run's turns
@@ -191,6 +204,9 @@ class Run:
                 yield message
             if turn.stop_reason == "awaiting":
                 return  # the node goes on once its calls are decided
+            if turn.stop_reason == "budget":
+                self._budget = turn.detail
+                return  # a spending limit: the node stays unfinished
 
     async def run_async(self) -> RunResult:
         """Run the unfinished nodes to the end (async)."""
@@ -208,7 +224,7 @@ class Run:
         done = [n.id for n in self.nodes if states[n.id] == "done"]
         pending = [n.id for n in self.nodes if states[n.id] != "done"]
         awaiting = call_waits(self.conversation.messages).waiting if pending else []
-        return RunResult(self.run_id, done, pending, added, awaiting)
+        return RunResult(self.run_id, done, pending, added, awaiting, self._budget)
 
     def _step_context(self, node: Node, position: int) -> str | None:
         if isinstance(self.step_context, str):

@@ -51,9 +51,10 @@ def test_list_shows_a_table_of_conversations(store_url: str, store: Store) -> No
         if line.count("│") >= 6
     }
     assert rows[weather_id][0] == "Weather in Paris?"
-    assert rows[weather_id][2:] == ["4", "agent"]
+    # Tokens, cached tokens and cost: the scripted model reported no usage, so its cost is unknown, never $0.
+    assert rows[weather_id][2:] == ["4", "agent", "0", "0", "unknown"]
     assert rows[capital_id][0] == "Capital of France? [not markup]"
-    assert rows[capital_id][2:] == ["2", ""]
+    assert rows[capital_id][2:] == ["2", "", "", "", ""]  # a failed call that reported nothing spent nothing known
     # The most recently updated comes first.
     assert out.index(capital_id) < out.index(weather_id)
 

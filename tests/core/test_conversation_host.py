@@ -25,6 +25,7 @@ PUBLIC = {
     "build_context",
     "config",
     "continuation",
+    "cost",
     "deny",
     "fork",
     "hold",

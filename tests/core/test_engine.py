@@ -5,6 +5,7 @@ valid log."""
 from __future__ import annotations
 
 import asyncio
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from threadline import (
     CapabilityError,
     Conversation,
     ConversationConfig,
+    Cost,
     LLMError,
     Model,
     ModelCapabilities,
@@ -27,6 +29,7 @@ from threadline import (
     llm,
     user,
 )
+from threadline.pricing.prices import prices_version
 from threadline.testing import ScriptedModel, ScriptedRequest
 
 from ._support import call, calls, roles
@@ -88,13 +91,18 @@ async def test_streamed_answer_is_assembled_and_recorded_once() -> None:
 
 async def test_usage_of_a_turn_is_summed() -> None:
     model = ScriptedModel(
-        [calls(call("get_weather", {"city": "Paris"})), "done"], usage=Usage(input_tokens=10, output_tokens=2)
+        [calls(call("get_weather", {"city": "Paris"})), "done"],
+        usage=Usage(input_tokens=10, output_tokens=2),
+        name="openai:gpt-4o-mini",
     )
     conversation = llm.model(model).tools(get_weather).request("go").prompt_conversation()
     await run(conversation)
     assert conversation.last_turn is not None
-    assert conversation.last_turn.usage == Usage(input_tokens=20, output_tokens=4)
-    assert conversation.messages[-1].usage == Usage(input_tokens=10, output_tokens=2)  # type: ignore[union-attr]
+    # gpt-4o-mini: $0.15 per million input tokens, $0.60 per million output tokens
+    one = Cost(usd=Decimal("0.0000027"), prices=prices_version())
+    assert conversation.messages[-1].usage == Usage(input_tokens=10, output_tokens=2, cost=one)  # type: ignore[union-attr]
+    assert conversation.last_turn.usage == Usage(input_tokens=20, output_tokens=4, cost=one + one)
+    assert conversation.cost == one + one
 
 
 # -- concurrency and order ----------------------------------------------------------------------------------------

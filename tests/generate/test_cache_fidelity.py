@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
-from threadline import AssistantMessage, Usage, generate_text, user
+from decimal import Decimal
+
+import msgspec
+
+from threadline import AssistantMessage, Cost, Usage, generate_text, user
 from threadline.generate.result import cache_key
 from threadline.messages import LLMError
+from threadline.pricing.prices import prices_version
 from threadline.store import Store
 from threadline.testing import ScriptedModel
 
 
 async def test_a_hit_keeps_every_usage_field(store: Store) -> None:
-    usage = Usage(input_tokens=10, output_tokens=50, reasoning_tokens=40)
-    model = ScriptedModel(["Four."], usage=usage)
+    usage = Usage(input_tokens=10, output_tokens=50, reasoning_tokens=40, cache_read_tokens=4)
+    model = ScriptedModel(["Four."], usage=usage, name="openai:gpt-4o-mini")
 
     first = await generate_text(model=model, prompt="2+2?", cache=store)
     hit = await generate_text(model=model, prompt="2+2?", cache=store)
 
     assert hit.cached
-    assert first.usage == usage
+    # gpt-4o-mini: 6 input tokens at $0.15, 4 cached at $0.075 and 50 output at $0.60 (per million)
+    cost = Cost(usd=Decimal("0.0000312"), prices=prices_version())
+    assert first.usage == msgspec.structs.replace(usage, cost=cost)
     assert hit.usage == first.usage
+    assert hit.cost == first.cost == cost
 
 
 async def test_an_entry_written_with_input_and_output_tokens_only_still_reads(store: Store) -> None:

@@ -12,8 +12,9 @@ import pytest
 
 from tests.core._support import call, calls, shapes
 from tests.store._backends import write_cache_row
-from threadline import AssistantMessage, ModelError, Usage, UserError, generate_text, user
+from threadline import AssistantMessage, Cost, ModelError, Usage, UserError, generate_text, user
 from threadline.generate.result import cache_key
+from threadline.pricing.prices import prices_version
 from threadline.store import Store, open_store
 from threadline.testing import ScriptedModel, ScriptedRequest
 
@@ -71,7 +72,9 @@ async def test_a_result_cached_by_another_process_is_returned_without_a_model_ca
         "AssistantMessage",
     ]
     assert result.messages[2].content == "22 C in Paris"
-    assert result.usage == Usage(input_tokens=10, output_tokens=4)
+    assert result.usage == Usage(
+        input_tokens=10, output_tokens=4, cost=Cost(unknown=("model scripted",), prices=prices_version())
+    )
     assert [len(step.tool_calls) for step in result.steps] == [1, 0]
     assert result.steps[1].messages[0].content == "Be terse."
     assert shapes(result.steps[1].messages[1:]) == shapes(result.messages[:3])

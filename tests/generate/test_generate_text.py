@@ -12,6 +12,7 @@ import pytest
 from tests.core._support import call, calls, shapes
 from threadline import (
     AssistantMessage,
+    Cost,
     GenerateTextResult,
     MessageList,
     ModelError,
@@ -27,6 +28,7 @@ from threadline import (
     tool,
     user,
 )
+from threadline.pricing.prices import prices_version
 from threadline.store import Store
 from threadline.testing import ScriptedModel
 
@@ -81,8 +83,10 @@ async def test_steps_and_usage_follow_each_model_call() -> None:
     assert first.messages == model.requests[0].messages
     assert second.messages == model.requests[1].messages
     assert second.tool_calls == [] and second.response.content == "Sunny in Paris."
-    assert first.usage == Usage(input_tokens=10, output_tokens=3)
-    assert result.usage == Usage(input_tokens=20, output_tokens=6)
+    unpriced = Cost(unknown=("model scripted",), prices=prices_version())  # a scripted model has no price
+    assert first.usage == Usage(input_tokens=10, output_tokens=3, cost=unpriced)
+    assert result.usage == Usage(input_tokens=20, output_tokens=6, cost=unpriced)
+    assert result.cost == unpriced
     assert all(step.duration_ms >= 0 for step in result.steps)
     assert len(result.request_hash) == 64
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from threadline import AssistantMessage, ModelError, UserError, get_model, llm
+from threadline import AssistantMessage, Cost, ModelError, UserError, get_model, llm
 from threadline.models.local import LocalModel
 from threadline.models.local._runtime import smollm2_path
 
@@ -45,6 +46,10 @@ async def test_answer_is_logged_with_model_name_and_usage(local: LocalModel) -> 
     assert answer.usage is not None
     assert answer.usage.input_tokens > 10  # the system prefix and the question
     assert answer.usage.output_tokens == 24  # it could not stop before the limit
+    # No prompt cache, and an embedded model costs nothing: a known $0, not an unknown price.
+    assert (answer.usage.cache_read_tokens, answer.usage.cache_write_tokens) == (0, 0)
+    assert answer.usage.cost == Cost(usd=Decimal(0), prices="local model")
+    assert conversation.cost == Cost(usd=Decimal(0), prices="local model")
 
 
 def test_streaming_yields_several_deltas_that_make_the_answer(local: LocalModel) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
-from threadline import AssistantMessage, Conversation, ToolMessage, Usage, UserMessage, get_model, llm
+from threadline import AssistantMessage, Conversation, Cost, ToolMessage, Usage, UserMessage, get_model, llm
 from threadline._sync import run_sync
 from threadline.models.anthropic import AnthropicModel
 from threadline.models.openai import OpenAIModel
+from threadline.pricing.prices import prices_version
 
 from .conftest import SECRET, Provider, make_openai
 from .servers import Answer, FakeAnthropic, FakeOpenAI, ToolUse
@@ -28,8 +31,10 @@ async def test_text_answer_streams_and_is_logged_with_usage(provider: Provider, 
     user_message, answer = log
     assert isinstance(user_message, UserMessage) and isinstance(answer, AssistantMessage)
     assert answer.content == "Paris is the capital of France."
-    assert answer.usage == Usage(input_tokens=12, output_tokens=8)
     assert answer.model == provider.model.name
+    # Priced from the wire's counts: gpt-4o-mini at $0.15/$0.60 per million tokens, claude-haiku-4-5 at $1/$5.
+    usd = {"openai:gpt-4o-mini": "0.0000066", "anthropic:claude-haiku-4-5": "0.000052"}[answer.model]
+    assert answer.usage == Usage(input_tokens=12, output_tokens=8, cost=Cost(usd=Decimal(usd), prices=prices_version()))
     assert "".join(shown) == answer.content
     if stream:
         assert len(shown) > 1  # it arrived in pieces

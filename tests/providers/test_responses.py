@@ -5,6 +5,7 @@ sent back without the reasoning item that preceded it (see `tests.providers.serv
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from pydantic import BaseModel
 from threadline import (
     AssistantMessage,
     Conversation,
+    Cost,
     MessageList,
     Reasoning,
     ToolMessage,
@@ -24,6 +26,7 @@ from threadline import (
 from threadline.conversation.config import ConversationConfig
 from threadline.errors import CapabilityError, ModelError
 from threadline.models.openai_responses import OpenAIResponsesModel
+from threadline.pricing.prices import prices_version
 
 from .conftest import SECRET, make_responses
 from .servers import Answer, Cut, Events, FakeResponses, Status, Thought, ToolUse
@@ -217,7 +220,10 @@ async def test_usage_counts_reasoning_tokens(
     conversation = llm.model(responses_model).request("Capital of France?").prompt_conversation()
     async for _ in conversation:
         pass
-    assert conversation.messages[-1].usage == Usage(input_tokens=30, output_tokens=90, reasoning_tokens=64)  # type: ignore[union-attr]
+    # o4-mini: $1.10 per million input tokens, $4.40 per million output tokens (reasoning included)
+    cost = Cost(usd=Decimal("0.000429"), prices=prices_version())
+    usage = Usage(input_tokens=30, output_tokens=90, reasoning_tokens=64, cost=cost)
+    assert conversation.messages[-1].usage == usage  # type: ignore[union-attr]
 
 
 async def test_a_model_that_does_not_reason_works_without_encrypted_reasoning(responses_server: FakeResponses) -> None:

@@ -32,12 +32,14 @@ from threadline import (
 )
 from threadline.errors import ModelError
 from threadline.models.openai_responses import OpenAIResponsesModel
+from threadline.pricing.prices import prices_version
 from threadline.runs import Node, Run
 from threadline.testing import ScriptedModel
 
 from .conftest import Spans
 
 MODEL = "openai:gpt-4o-mini"
+PRICES = prices_version()
 
 
 def get_weather(city: str) -> str:
@@ -95,6 +97,8 @@ def test_a_tool_turn_is_an_invoke_agent_span_with_chat_and_execute_tool_children
         "gen_ai.usage.input_tokens": 240,
         "gen_ai.usage.output_tokens": 60,
         "gen_ai.usage.reasoning.output_tokens": 24,
+        "threadline.usage.cost_usd": 0.000072,  # two calls of 120 input tokens at $0.15 and 30 output at $0.60 per M
+        "threadline.usage.prices": PRICES,
         "threadline.turn.stop_reason": "end",
         "threadline.turn.rounds": 1,
     }
@@ -111,6 +115,8 @@ def test_a_tool_turn_is_an_invoke_agent_span_with_chat_and_execute_tool_children
         "gen_ai.usage.input_tokens": 120,
         "gen_ai.usage.output_tokens": 30,
         "gen_ai.usage.reasoning.output_tokens": 12,
+        "threadline.usage.cost_usd": 0.000036,
+        "threadline.usage.prices": PRICES,
     }
     assert attributes(last)["gen_ai.response.model"] == "gpt-4o-mini-2024-07-18"
     assert attributes(last)["gen_ai.response.finish_reasons"] == ("stop",)
@@ -129,6 +135,46 @@ def test_a_tool_turn_is_an_invoke_agent_span_with_chat_and_execute_tool_children
     # The model calls and the tools happen in that order, each inside the turn.
     assert turn.start_time <= first.start_time and first.end_time <= weather.start_time
     assert weather.end_time <= last.start_time and last.end_time <= turn.end_time
+
+
+def test_cached_tokens_and_cost_are_on_the_chat_span_and_summed_on_the_turn(spans: Spans) -> None:
+    cached = Usage(input_tokens=2006, output_tokens=300, cache_read_tokens=1920, cache_write_tokens=0)
+    written = Usage(input_tokens=1100, output_tokens=10, cache_write_tokens=1000)
+    script = [
+        calls(("c1", "get_weather", {"city": "Oslo"}), usage=cached),
+        AssistantMessage(content="Cold.", usage=written),
+    ]
+    model = ScriptedModel(script, name="openai:gpt-4o")
+    llm.model(model).tools(get_weather).request("Weather in Oslo?").prompt()
+
+    turn = spans.one("invoke_agent threadline")
+    first, _, last = spans.children(turn)
+    # gpt-4o: $2.50 per million input tokens, $1.25 cached, $10 output
+    assert {k: v for k, v in attributes(first).items() if "usage" in k} == {
+        "gen_ai.usage.input_tokens": 2006,
+        "gen_ai.usage.output_tokens": 300,
+        "gen_ai.usage.cache_read.input_tokens": 1920,
+        "threadline.usage.cost_usd": 0.005615,
+        "threadline.usage.prices": PRICES,
+    }
+    # gpt-4o lists no cache-write price: those tokens are named unknown, the rest is priced, never 0
+    assert {k: v for k, v in attributes(last).items() if "usage" in k} == {
+        "gen_ai.usage.input_tokens": 1100,
+        "gen_ai.usage.output_tokens": 10,
+        "gen_ai.usage.cache_creation.input_tokens": 1000,
+        "threadline.usage.cost_usd": 0.00035,
+        "threadline.usage.cost_unknown": ("cache_write_tokens",),
+        "threadline.usage.prices": PRICES,
+    }
+    assert {k: v for k, v in attributes(turn).items() if "usage" in k} == {
+        "gen_ai.usage.input_tokens": 3106,
+        "gen_ai.usage.output_tokens": 310,
+        "gen_ai.usage.cache_read.input_tokens": 1920,
+        "gen_ai.usage.cache_creation.input_tokens": 1000,
+        "threadline.usage.cost_usd": 0.005965,
+        "threadline.usage.cost_unknown": ("cache_write_tokens",),
+        "threadline.usage.prices": PRICES,
+    }
 
 
 def test_the_response_model_loses_only_the_models_own_provider_prefix(spans: Spans) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..message_types import AssistantMessage, Message, ToolMessage, UserMessage
+from ..pricing.prices import Spending
 from ._plain_boxes import MIN_WIDTH, PlainBoxes
 from ._render import message_box, panel
 
@@ -31,6 +32,8 @@ class LogPrinter:
     def __init__(self, console: Console, *, show_reasoning: bool = False) -> None:
         self.console = console
         self.show_reasoning = show_reasoning
+        self.total = Spending()  # what every model call shown spent
+        self._turn = Spending()  # what the calls of the turn being shown spent
         plain = console.color_system is None and console.width >= MIN_WIDTH
         self._plain = PlainBoxes(console) if plain else None
         self._held: AssistantMessage | None = None  # a message with calls, waiting for its results
@@ -53,15 +56,29 @@ class LogPrinter:
                     self._later.append(message)  # a system message between the results
                     continue
                 self._release()
+            if isinstance(message, UserMessage):
+                self._end_turn()
+            elif isinstance(message, AssistantMessage):
+                self._turn.add((message,))
+                self.total.add((message,))
             if isinstance(message, AssistantMessage) and message.tool_calls:
                 self._held = message
             else:
                 self._show(message, {})
 
     def finish(self) -> None:
-        """The log ended: print what was held."""
+        """The log ended: print what was held, and what its last turn spent."""
         if self._held is not None:
             self._release()
+        self._end_turn()
+
+    def _end_turn(self) -> None:
+        """Under a turn of more than one model call: what its calls spent together (each call's is on its box)."""
+        turn, self._turn = self._turn, Spending()
+        if turn.calls > 1:
+            from rich.text import Text
+
+            self.console.print(Text(f"turn: {turn.text()}", style="dim"), highlight=False)
 
     def _release(self) -> None:
         held, results, later = self._held, self._results, self._later

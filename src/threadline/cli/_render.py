@@ -25,6 +25,7 @@ from ..message_types import (
     UserMessage,
     answer_parts,
 )
+from ._spending import usage_title
 from ._terminal import visible, visible_json
 
 __all__ = [
@@ -194,7 +195,10 @@ def message_box(
         for call in message.tool_calls:
             parts.append(tool_box(call, (results or {}).get(call.id)))
     # A Text title: rich would read "[...]" in a str title (the model's name, from the server) as markup.
-    title = Text(visible("assistant" + (f" · {message.model}" if message.model else "")))
+    spent = usage_title(message)
+    title = Text(
+        visible("assistant" + (f" · {message.model}" if message.model else "") + (f" · {spent}" if spent else ""))
+    )
     border = "red" if message.error is not None else "magenta"
     return Box(title, border, tuple(parts) if parts else (Text("(empty)", style="dim"),))
 

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..pricing.prices import Spending, cost_text
 from ._errors import EXIT_USAGE, CommandError, friendly_errors
 from ._terminal import visible, visible_json
 from .store_option import open_cli_store, store_option
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.text import Text
 
     from ..context import BuiltContext
@@ -49,9 +51,11 @@ def logs() -> None:
 @store_option
 @friendly_errors
 def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None:
-    """List conversations, most recently updated first."""
+    """List conversations, most recently updated first, with the tokens, cached tokens and cost of their model
+    calls (a cost without a price is "unknown", never $0)."""
     with open_cli_store(store_url) as store:
         infos = store.list_conversations(limit=limit, offset=offset)
+        tallies = [_tally(store, info.id) for info in infos]
         url = store.url
     if as_json:
         rows = [
@@ -62,8 +66,12 @@ def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None
                 "updated_at": info.updated_at.isoformat(),
                 "messages": info.message_count,
                 "mode": info.active_mode,
+                "tokens": tally.tokens,
+                "cached_tokens": tally.cached,
+                "cost_usd": None if tally.cost.usd is None else str(tally.cost.usd),
+                "cost_unknown": list(tally.cost.unknown),
             }
-            for info in infos
+            for info, tally in zip(infos, tallies, strict=True)
         ]
         click.echo(visible_json(json.dumps(rows, ensure_ascii=False, indent=2)))
         return
@@ -83,15 +91,33 @@ def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None
     table.add_column("updated", no_wrap=True)
     table.add_column("messages", justify="right")
     table.add_column("mode")
-    for info in infos:
+    table.add_column("tokens", justify="right")
+    table.add_column("cached", justify="right")
+    table.add_column("cost", justify="right")
+    for info, tally in zip(infos, tallies, strict=True):
         table.add_row(
             info.id,
             Text(visible(info.title or "(untitled)")),
             _when(info.updated_at),
             str(info.message_count),
             info.active_mode or "",
+            f"{tally.tokens:,}" if tally.calls else "",
+            f"{tally.cached:,}" if tally.calls else "",
+            cost_text(tally.cost) if tally.calls else "",  # no model call: nothing spent, nothing unknown
         )
     console.print(table)
+
+
+def _tally(store: Store, conversation_id: str) -> Spending:
+    """What a stored conversation's model calls spent, read a page at a time (memory stays bounded)."""
+    tally = Spending()
+    after = -1
+    while True:
+        page = store.read_after(conversation_id, after, STREAM_PAGE)
+        if not page.messages:
+            return tally
+        tally.add(page.messages)
+        after = page.seqs[-1]
 
 
 DEFAULT_PAGE = 100
@@ -189,6 +215,7 @@ def show(
     if start > 0:
         console.print(Text(_more_text(conversation_id, start, end, total, before=True), style="yellow"))
     render_log(console, page, show_reasoning=show_reasoning)
+    _print_total(console, Spending(page), whole=start == 0 and end >= total)
     if end < total:
         console.print(Text(_more_text(conversation_id, start, end, total, before=False), style="yellow"))
     if pages:
@@ -222,9 +249,19 @@ def _stream_log(conversation_id: str, store_url: str | None, show_reasoning: boo
             printer.feed(page.messages)
             after = page.seqs[-1]
         printer.finish()
+        _print_total(console, printer.total, whole=True)
         pages = store.list_pages(conversation_id)
     if pages:
         console.print(_pages_text(pages), highlight=False)
+
+
+def _print_total(console: Console, tally: Spending, *, whole: bool) -> None:
+    """The line under a log: what its model calls spent (of the messages shown, when a page was)."""
+    if not tally.calls:
+        return
+    from rich.text import Text
+
+    console.print(Text(f"{'total' if whole else 'shown'}: {tally.text()}", style="dim"), highlight=False)
 
 
 def _header(info: ConversationInfo) -> Text:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .._numbers import finite_problem
+from ..pricing.prices import Spending
 from ._asking import settle_waiting
 from ._errors import EXIT_USAGE, CommandError, conversation_id, friendly_errors
 from ._params import FiniteFloatRange
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from ..attachments import Attachment
     from ..builder import PromptBuilder
     from ..conversation import Conversation
+    from ..engine import TurnResult
     from ..models.base import Model
     from ..store import Store
 
@@ -345,6 +347,12 @@ def attachments_of(paths: tuple[str, ...]) -> list[Attachment]:
 @_show_reasoning_option
 @_no_log_option
 @_wait_option
+@click.option(
+    "--usage",
+    "show_usage",
+    is_flag=True,
+    help="After the answer, show on stderr what the turn's model calls used and cost (tokens, cached, USD).",
+)
 @store_option
 @otlp_option
 @friendly_errors
@@ -366,6 +374,7 @@ def prompt(
     show_reasoning: bool,
     no_log: bool,
     wait: float,
+    show_usage: bool,
     store_url: str | None,
 ) -> None:
     """Send TEXT (or stdin) to a model and stream the answer to stdout; tool calls are shown on stderr.
@@ -397,18 +406,29 @@ def prompt(
         builder.request(text, attached).prompt_conversation(**_settings(max_tokens, temperature, options))
         try:
             thinking = events if show_reasoning else None
-            run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, thinking=thinking))
+            result = run_printed_turn(conversation, TurnPrinter(stdout_writer(), events, thinking=thinking))
         except TurnInterrupted:
             raise interrupted(conversation, "threadline prompt --cid {id} …") from None
         except AnswerNotSaved as lost:
             raise not_saved(lost, "threadline prompt --cid {id} …") from None
         except BaseException:
+            if show_usage and conversation.last_turn is not None:
+                _usage(conversation.last_turn, events)  # a failed call may have been billed too
             _where(conversation, events)
             raise
+        if show_usage:
+            _usage(result, events)
         _where(conversation, events)
     finally:
         if store is not None:
             store.close()
+
+
+def _usage(result: TurnResult, events: Console) -> None:
+    """``--usage``: what the turn's model calls used and cost, on stderr."""
+    from rich.text import Text
+
+    events.print(Text(f"usage: {Spending(result.new_messages).text()}", style="dim"), highlight=False)
 
 
 def _where(conversation: Conversation, events: Console) -> None:

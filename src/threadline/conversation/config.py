@@ -23,6 +23,7 @@ from ..engine.plan import (
     reasoning_settings,
     setting_problem,
 )
+from ..engine.spending import Budget
 from ..errors import UserError
 from ..models.base import Model, ReasoningSettings
 from ..tools.tool import approval_problem
@@ -72,6 +73,10 @@ class ConversationConfig(msgspec.Struct):
         approval: The approval policy for tools that say nothing of approval: True (every call waits for a
             person's decision), False or None (none waits), or a function of the `ToolCall` answering True, False
             or a reason (see `threadline.engine.waits`).
+        turn_budget: The spending limit of each turn (`Budget`, set with ``.budget(..., per="turn")``), checked
+            before each model request; None: no limit.
+        budget: The spending limit of the whole conversation, summed from its log (``.budget(...,
+            per="conversation")``); None: no limit.
     """
 
     model: str | Model | None = None
@@ -93,6 +98,8 @@ class ConversationConfig(msgspec.Struct):
     context: ContextBuilder | ContextSettings | None = None
     busy_timeout: float | None = 300.0
     approval: Any = None
+    turn_budget: Budget | None = None
+    budget: Budget | None = None
 
     def __post_init__(self) -> None:
         for key in _CHECKED_FIELDS:
@@ -115,6 +122,8 @@ _CHECKED_FIELDS = (
     "tool_timeout",
     "approval",
     "prompt_cache",
+    "turn_budget",
+    "budget",
 )
 
 
@@ -137,6 +146,9 @@ def config_problem(key: str, value: Any) -> str | None:
         return None if ok else f"busy_timeout must be a number of seconds > 0 (or None), got {value!r}"
     if key == "approval":
         return approval_problem(value)
+    if key in ("budget", "turn_budget"):
+        ok = value is None or isinstance(value, Budget)
+        return None if ok else f"{key} must be a Budget (set it with .budget(...)) or None, got {value!r:.60}"
     if key in SETTING_KEYS or key in TURN_KEYS:
         return setting_problem(key, value)
     return None

@@ -22,6 +22,8 @@ from ..engine import TurnResult
 from ..errors import StoreError, UserError, renamed_argument, warn_renamed
 from ..message_list import AwaitingCall, MessageList, call_waits
 from ..message_types import ApprovalMessage, AssistantMessage, Message, ToolMessage
+from ..pricing.cost import Cost
+from ..pricing.prices import log_cost
 from . import decisions
 from .config import ConversationConfig, own_config
 from .host import ConversationHost
@@ -210,6 +212,12 @@ class Conversation:
             if type(message) is AssistantMessage:
                 return message.content
         return None
+
+    @property
+    def cost(self) -> Cost:
+        """What the conversation's model calls cost, summed from its log (each assistant message's
+        ``usage.cost``); what could not be priced is named in ``cost.unknown``, never counted as free."""
+        return log_cost(self.messages)
 
     def build_context(self, mode: str | None = None, run_brief: Any = None, *, run_context: Any = None) -> BuiltContext:
         """The request the next turn would send (without a summary note), and its report; changes nothing but

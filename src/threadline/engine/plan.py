@@ -69,6 +69,9 @@ class TurnOptions(msgspec.Struct):
         run_brief: The run's brief (`RunBrief`: directive, node brief, step context) for the context builder.
         meta: The `MessageMeta` every message of the turn is tagged with (None: the shared default).
         approval: The turn's approval policy for tools that say nothing of approval (`waits.ApprovalPolicy`).
+        turn_budget: The turn's spending limit (`threadline.engine.spending.Budget`), checked before each model
+            request; None: no limit.
+        budget: The conversation's spending limit, summed from its log and checked the same way.
         recover: The turn goes on after its process died (a durable worker's recovery): a call left without a
             result runs again if its tool is idempotent (``@tool(idempotent=True)``), else it waits for a person
             ("it may have run"), instead of being answered ``interrupted``.
@@ -84,6 +87,8 @@ class TurnOptions(msgspec.Struct):
     run_brief: Any = None
     meta: Any = None
     approval: Any = None
+    turn_budget: Any = None
+    budget: Any = None
     recover: bool = False
 
 
@@ -103,6 +108,8 @@ class TurnConfig(Protocol):
     tool_timeout: float | None
     mode: str | None
     approval: Any
+    turn_budget: Any
+    budget: Any
 
 
 class CheckedSettings(dict[str, Any]):
@@ -148,6 +155,8 @@ def plan_turn(
         "tool_timeout": pick("tool_timeout", TOOL_TIMEOUT),
         "meta": None if config is None else mode_meta(config.mode),
         "approval": None if config is None else config.approval,
+        "turn_budget": None if config is None else config.turn_budget,
+        "budget": None if config is None else config.budget,
     }
     fields.update(overrides)
     return TurnOptions(**fields)

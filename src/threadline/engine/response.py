@@ -12,7 +12,7 @@ import msgspec
 from .._exception_text import safe_repr
 from .._json_values import json_problem
 from ..errors import ModelError
-from ..message_fields import counts_ok
+from ..message_fields import usage_problem
 from ..message_types import Reasoning, ToolCall, Usage
 from ..models.base import ModelResponse
 
@@ -27,7 +27,7 @@ def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
     holding a value JSON cannot hold or nested more than 128 levels deep: see `threadline._json_values`) are kept
     as ``raw_arguments`` text, so the tool result is an "invalid arguments" error the model can
     correct; ``arguments=None`` means no arguments; a usage whose counts are not counts (not an int, below 0, past
-    2**63 - 1) or a model name of the wrong type is dropped. What cannot
+    2**63 - 1) or whose cost is not a `Cost`, or a model name of the wrong type, is dropped. What cannot
     be repaired — content that is not text, a tool call without a name, a tool-call id that is not a string — makes
     the call fail with a `ModelError` (``type="invalid_response"``), logged like any other failure; so does
     reasoning that is not a list of `Reasoning` with text fields.
@@ -40,7 +40,7 @@ def check_response(response: ModelResponse, model_name: str) -> ModelResponse:
     usage = response.usage
     name = response.model
     # Token counts are ints from 0 to 2**63 - 1 (a bool is an int to isinstance, but not a count).
-    usage_ok = usage is None or (isinstance(usage, Usage) and counts_ok(usage))
+    usage_ok = usage is None or (isinstance(usage, Usage) and usage_problem(usage) is None)
     name_ok = name is None or isinstance(name, str)
     if content is not None and not isinstance(content, str):
         raise ModelError(

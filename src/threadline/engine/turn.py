@@ -31,6 +31,7 @@ from .._exception_text import describe_exception, exception_message, readable_me
 from .._ids import new_id
 from .._masking import environment_secrets, mask_secrets
 from ..errors import ModelError, UserError
+from ..message_fields import usage_problem
 from ..message_list import MessageList, call_waits
 from ..message_types import (
     DEFAULT_META,
@@ -46,11 +47,14 @@ from ..message_types import (
     UserMessage,
 )
 from ..models.base import ModelRequest, ModelResponse, ReasoningDelta, TextDelta
+from ..pricing.cost import Cost
+from ..pricing.prices import NOT_REPORTED, Spending, price, priced
 from ..tools import ResolvedTools
 from ..tracing import hooks as tracing
 from .plan import TurnOptions
 from .response import check_response
 from .rounds import interrupted, run_tools, settle
+from .spending import over_budget
 from .waits import round_gates
 
 if TYPE_CHECKING:
@@ -76,6 +80,9 @@ _RESULTS = (ToolMessage, ApprovalMessage)
 
 # The tool_choice values that name no tool.
 _CHOICES = frozenset({"auto", "required", "none"})
+
+# The usage a call that reported none adds to its turn's: no tokens, an unknown cost.
+_UNREPORTED = Usage(cost=Cost(unknown=(NOT_REPORTED,)))
 
 INTERRUPTED_CALL = "the model call was interrupted (Ctrl-C or cancellation) before it finished"
 
@@ -130,16 +137,19 @@ class TurnResult(msgspec.Struct):
             token limit: raise ``max_tokens``), ``"content_filter"`` (the provider's filter or a refusal stopped
             it), ``"max_tool_rounds"`` (the round limit forced a tool-less answer), or ``"error"`` (the model call
             failed), or ``"awaiting"`` (tool calls wait for a person's decision or a result from outside: see
-            `Conversation.awaiting`; `Conversation.resume` goes on once they are decided).
+            `Conversation.awaiting`; `Conversation.resume` goes on once they are decided), or ``"budget"`` (a
+            spending limit was reached before the next request: ``detail`` says which).
         rounds: Tool rounds run.
         new_messages: Messages the turn appended, in order.
-        usage: Summed usage of the turn's model calls.
+        usage: Summed usage of the turn's model calls, failed ones included; ``usage.cost`` is what they cost.
+        detail: Why the turn stopped, in words, where the stop reason needs them (``"budget"``); else None.
     """
 
     stop_reason: str = "end"
     rounds: int = 0
     new_messages: list[Message] = msgspec.field(default_factory=list)
     usage: Usage = msgspec.field(default_factory=Usage)
+    detail: str | None = None
 
     @property
     def text(self) -> str | None:
@@ -209,7 +219,16 @@ async def run_turn(
         # result submitted from outside) continues the turn whose first request was: it is not forced again.
         log = host.messages
         tool_choice = None if len(log) and type(log[-1]) in _RESULTS else options.tool_choice
+        turn_budget, budget = options.turn_budget, options.budget
+        # What the conversation spent before this turn, summed once from its log (a conversation limit only).
+        before = Spending(log) if budget is not None else None
         while not awaiting:
+            if turn_budget is not None or budget is not None:
+                why = over_budget(turn_budget, budget, result.usage, before)
+                if why is not None:
+                    result.stop_reason = "budget"
+                    result.detail = why
+                    break
             final_round = result.rounds >= options.max_tool_rounds
             tools = ResolvedTools() if final_round else host.resolve_tools()
             built = await host.build_request_context(tools, options.run_brief)
@@ -235,16 +254,17 @@ async def run_turn(
 
             response = await _call_model(host, model, request, options, result, thinking, span)
             calls = response.tool_calls
+            usage = response.usage
             message = AssistantMessage(
                 content=response.content,
                 tool_calls=_unique_ids(host.known_call_ids(), calls) if calls else calls,
                 model=response.model or model.name,
-                usage=response.usage,
+                usage=usage,
                 reasoning=response.reasoning,
                 meta=meta,
             )
-            if response.usage is not None:
-                result.usage = result.usage + response.usage
+            # A call without usage still counts: its cost is an unknown part of the turn's, never a free one.
+            result.usage = result.usage + (usage if usage is not None else _UNREPORTED)
             record(message)
             new_messages.append(message)
             yield message
@@ -410,9 +430,21 @@ async def _call_model(
             raised = exc
         if isinstance(raised, ModelError):
             raised.partial = partial
-        failure = AssistantMessage(
-            content=partial, error=error, model=model.name, reasoning=thinking.partial(), meta=_meta(options)
+        # A failed call the provider billed (it reported usage) is logged with its usage and priced.
+        reported = getattr(exc, "usage", None) if isinstance(exc, ModelError) else None
+        usage = (
+            priced(reported, model.name) if isinstance(reported, Usage) and usage_problem(reported) is None else None
         )
+        failure = AssistantMessage(
+            content=partial,
+            error=error,
+            model=model.name,
+            usage=usage,
+            reasoning=thinking.partial(),
+            meta=_meta(options),
+        )
+        if usage is not None:
+            result.usage = result.usage + usage
         try:
             host.record(failure)  # a StoreError here replaces the model's failure: the caller must see it
             result.new_messages.append(failure)
@@ -423,6 +455,11 @@ async def _call_model(
         if raised is exc:
             raise
         raise raised from exc
+    usage = response.usage
+    if usage is not None and usage.cost is None:
+        # Priced here, once: the log and the call's span carry the same cost.
+        priced_usage = msgspec.structs.replace(usage, cost=price(usage, response.model or model.name))
+        response = msgspec.structs.replace(response, usage=priced_usage)  # the model's own answer is left as it is
     if call is not None:
         call.done(response)
     return response

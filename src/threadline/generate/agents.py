@@ -191,6 +191,7 @@ def _awaiting(waiting: list[AwaitingCall], conversation_id: str | None) -> None:
 _CUT_SHORT = {
     "length": "was cut off at the sub-agent's output token limit",
     "content_filter": "was stopped by the provider's content filter (or refused)",
+    "budget": "was stopped by the sub-agent's spending limit (.budget) before it finished",
 }
 
 

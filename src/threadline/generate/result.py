@@ -18,6 +18,8 @@ import msgspec
 from ..errors import ProtocolError
 from ..message_list import AwaitingCall, MessageList, call_waits, validate_messages
 from ..message_types import ApprovalMessage, AssistantMessage, Message, ToolMessage, Usage, content_for_model
+from ..pricing.cost import Cost
+from ..pricing.prices import log_cost
 from ..serialization import dump_dict, typed_decoder
 
 __all__ = [
@@ -76,7 +78,8 @@ class GenerateTextResult(msgspec.Struct, frozen=True):
         usage: Summed over the steps.
         request_hash: The `request_hash` of the inputs.
         stop_reason: ``"end"`` (an answer without tool calls), ``"length"`` (the answer stopped at the output
-            token limit), ``"content_filter"`` (a filter or a refusal stopped it), ``"max_tool_rounds"``, or
+            token limit), ``"content_filter"`` (a filter or a refusal stopped it), ``"max_tool_rounds"``, ``"budget"``
+            (a spending limit was reached before the next request), or
             ``"awaiting"``: tool calls wait for a person's decision or a result from outside (`awaiting`); decide
             them with `threadline.generate.approve_call`, ``deny_call`` or ``submit_call_result`` and pass the
             messages they return to ``generate_text`` to go on.
@@ -93,6 +96,12 @@ class GenerateTextResult(msgspec.Struct, frozen=True):
     stop_reason: str
     conversation_id: str | None = None
     cached: bool = False
+
+    @property
+    def cost(self) -> Cost:
+        """What the model calls that made this result cost (summed from ``new_messages``; a cached result's is
+        what it cost when it was made): ``cost.unknown`` names what could not be priced."""
+        return log_cost(self.new_messages)
 
     @property
     def awaiting(self) -> list[AwaitingCall]:

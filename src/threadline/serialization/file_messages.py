@@ -42,6 +42,7 @@ from ..message_types import (
     UserMessage,
     content_for_model,
 )
+from ..pricing.cost import Cost
 from .fields import (
     READ_ERRORS,
     FieldError,
@@ -167,9 +168,25 @@ def _usage(item: Mapping[str, Any]) -> Usage | None:
     inputs = data.get("input_tokens", data.get("prompt_tokens", 0))
     outputs = data.get("output_tokens", data.get("completion_tokens", 0))
     reasoning = data.get("reasoning_tokens", 0)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (inputs, outputs, reasoning)):
+    read = data.get("cache_read_tokens", 0)
+    written = data.get("cache_write_tokens", 0)
+    counts = (inputs, outputs, reasoning, read, written)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
         raise FieldError("usage: token counts must be non-negative integers", "usage")
-    return Usage(input_tokens=inputs, output_tokens=outputs, reasoning_tokens=reasoning)
+    cost = data.get("cost")
+    if cost is not None:
+        try:
+            cost = msgspec.convert(cost, Cost)
+        except msgspec.ValidationError as exc:
+            raise FieldError(f"usage.cost: {exc}", "usage") from None
+    return Usage(
+        input_tokens=inputs,
+        output_tokens=outputs,
+        reasoning_tokens=reasoning,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        cost=cost,
+    )
 
 
 _REASONING_TEXT = ("text", "signature", "redacted", "provider", "id")
@@ -368,9 +385,11 @@ def message_to_file(message: Message) -> dict[str, Any]:
             out["model"] = message.model
         if message.usage is not None:
             usage = message.usage
-            out["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
-            if usage.reasoning_tokens:
-                out["usage"]["reasoning_tokens"] = usage.reasoning_tokens
+            out["usage"] = {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                **msgspec.to_builtins(usage),  # the other counts where they are not 0, and the cost
+            }
         if message.reasoning:
             out["reasoning"] = [msgspec.to_builtins(piece) for piece in message.reasoning]
     elif isinstance(message, ToolMessage):

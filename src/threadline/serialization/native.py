@@ -237,6 +237,9 @@ def checked_values(messages: list[Message], *, free_form: bool = True) -> list[M
                 0 <= usage.input_tokens <= MAX_COUNT
                 and 0 <= usage.output_tokens <= MAX_COUNT
                 and 0 <= usage.reasoning_tokens <= MAX_COUNT
+                and 0 <= usage.cache_read_tokens <= MAX_COUNT
+                and 0 <= usage.cache_write_tokens <= MAX_COUNT
+                and ((cost := usage.cost) is None or (usd := cost.usd) is None or (usd.is_finite() and usd >= 0))
             )
         ]
         candidates: Any = ((position, messages[position]) for position in suspects)

@@ -90,6 +90,11 @@ FINISH_REASONS = "gen_ai.response.finish_reasons"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+COST_USD = "threadline.usage.cost_usd"
+COST_UNKNOWN = "threadline.usage.cost_unknown"
+COST_PRICES = "threadline.usage.prices"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"
@@ -162,6 +167,19 @@ def add_usage(attributes: dict[str, Any], usage: Usage) -> None:
     attributes[OUTPUT_TOKENS] = usage.output_tokens
     if usage.reasoning_tokens:
         attributes[REASONING_TOKENS] = usage.reasoning_tokens
+    if usage.cache_read_tokens:
+        attributes[CACHE_READ_TOKENS] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        attributes[CACHE_WRITE_TOKENS] = usage.cache_write_tokens
+    cost = usage.cost
+    if cost is not None:
+        # A float for the backends (the log keeps the exact Decimal); unknown parts are named, never priced as 0.
+        if cost.usd is not None:
+            attributes[COST_USD] = float(cost.usd)
+        if cost.unknown:
+            attributes[COST_UNKNOWN] = cost.unknown
+        if cost.prices is not None:
+            attributes[COST_PRICES] = cost.prices
 
 
 def server_attributes(url: str) -> dict[str, Any]:

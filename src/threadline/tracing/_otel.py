@@ -7,16 +7,19 @@ Names and attributes follow OpenTelemetry's GenAI semantic conventions (``gen-ai
 
 - a turn is an ``invoke_agent threadline`` span (INTERNAL): ``gen_ai.operation.name=invoke_agent``,
   ``gen_ai.agent.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.conversation.id``, the turn's
-  summed ``gen_ai.usage.*``, ``threadline.turn.rounds`` and ``threadline.turn.stop_reason`` (the `TurnResult`'s:
-  ``end``, ``max_tool_rounds``, ``error``; ``interrupted`` for a turn cancelled, interrupted or left by its caller
-  before it answered); a `Run` wraps its nodes' turns in one ``invoke_workflow threadline.run`` span; a
-  `generate_text` call that makes no model call of its own (a cache hit, or a call sharing an identical one in
-  flight) is an ``invoke_agent`` span with no children and ``threadline.answer.reused`` = ``cache`` or ``shared``;
+  summed ``gen_ai.usage.*`` and cost, ``threadline.turn.rounds`` and ``threadline.turn.stop_reason`` (the
+  `TurnResult`'s: ``end``, ``max_tool_rounds``, ``error``, ``awaiting``, ``budget``; ``interrupted`` for a turn
+  cancelled, interrupted or left by its caller before it answered); a `Run` wraps its nodes' turns in one
+  ``invoke_workflow threadline.run`` span; a `generate_text` call that makes no model call of its own (a cache hit,
+  or a call sharing an identical one in flight) is an ``invoke_agent`` span with no children and
+  ``threadline.answer.reused`` = ``cache`` or ``shared``;
 - each model call is a ``chat <model>`` span (CLIENT) under its turn: provider, request and response model, request
   settings, ``server.address``/``server.port``, ``gen_ai.usage.input_tokens``/``output_tokens``/
-  ``reasoning.output_tokens``, ``gen_ai.response.finish_reasons``; each retry of the HTTP transport is an event
-  ``threadline.retry`` on it; a failed call ends in ERROR with ``error.type`` = the type the log records (and
-  ``http.response.status_code`` when there was one);
+  ``reasoning.output_tokens``/``cache_read.input_tokens``/``cache_creation.input_tokens``, the call's price
+  (``threadline.usage.cost_usd``, ``threadline.usage.cost_unknown`` naming what has no price,
+  ``threadline.usage.prices`` the price table), ``gen_ai.response.finish_reasons``; each retry of the HTTP
+  transport is an event ``threadline.retry`` on it; a failed call ends in ERROR with ``error.type`` = the type the
+  log records (and ``http.response.status_code`` when there was one);
 - ``gen_ai.provider.name`` is the conventions' name of the provider (``openai`` for both of OpenAI's APIs; a model
   on the Responses API adds ``threadline.api=responses``);
 - each tool call is an ``execute_tool <name>`` span (INTERNAL) under its turn, current while the tool runs (so an

@@ -68,6 +68,7 @@ from .outline import outline_page
 from .reading import PART_CHARS, artifact_text, full_text
 from .render import markup, page_document, pager_query, render_items, stylesheet
 from .security import PAGE_CSP, Guard
+from .spending import spending_part
 from .state import MAX_PARAM, Viewer, in_thread, int_param
 from .timeline import Item, approval_line, build_items, fork_links, note_match_past_cut
 from .turns import TurnBusy
@@ -171,6 +172,7 @@ def create_app(
         Route("/c/{cid}/title", _handler(viewer, rename), methods=["POST"]),
         Route("/c/{cid}/compare", _handler(viewer, compare)),
         Route("/c/{cid}/outline", _handler(viewer, outline_page)),
+        Route("/c/{cid}/usage", _handler(viewer, spending_part)),
         Route("/c/{cid}/context", _handler(viewer, context_page)),
         Route("/c/{cid}/export.json", _handler(viewer, export_json)),
         Route("/c/{cid}/export.html", _handler(viewer, export_html)),

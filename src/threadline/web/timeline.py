@@ -25,6 +25,7 @@ from ..message_types import (
     Usage,
     UserMessage,
 )
+from ..pricing.prices import cost_text
 from ..toolboxes.pages import page_id_of
 
 __all__ = [
@@ -273,6 +274,26 @@ class Item:
     @property
     def usage(self) -> Usage | None:
         return self.message.usage if isinstance(self.message, AssistantMessage) else None
+
+    @property
+    def cost(self) -> str:
+        """The call's cost as shown (``"$0.0021"``, ``"unknown"``); "" for a message that is no model call with
+        usage."""
+        usage = self.usage
+        return "" if usage is None else cost_text(usage.cost)
+
+    @property
+    def usd(self) -> str:
+        """The call's priced part in USD, exact, for the timing strip's sums ("" when none)."""
+        usage = self.usage
+        cost = None if usage is None else usage.cost
+        return "" if cost is None or cost.usd is None else str(cost.usd)
+
+    @property
+    def cost_unknown(self) -> bool:
+        """Whether part of the call's cost is unknown (a model or token kind without a price, or no price at all)."""
+        usage = self.usage
+        return usage is not None and (usage.cost is None or bool(usage.cost.unknown) or usage.cost.usd is None)
 
     @property
     def ended_at(self) -> datetime:

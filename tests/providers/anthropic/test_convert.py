@@ -276,7 +276,8 @@ def test_reference_tool_response_parses_with_text_usage_and_stop_reason() -> Non
         )
     ]
     assert response.stop_reason == "tool_calls"
-    assert response.usage == Usage(input_tokens=2100, output_tokens=503)  # cached input tokens count as input
+    # cached input tokens count as input, and apart
+    assert response.usage == Usage(input_tokens=2100, output_tokens=503, cache_read_tokens=5)
 
 
 def test_reference_stream_yields_text_and_assembles_the_tool_input() -> None:

@@ -48,6 +48,7 @@ class Answer:
     tool_calls: tuple[ToolUse, ...] = ()
     input_tokens: int = 11
     output_tokens: int = 7
+    cached_tokens: int = 0  # the part of input_tokens read from the prompt cache
 
 
 @dataclass(frozen=True)

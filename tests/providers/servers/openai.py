@@ -164,6 +164,7 @@ class FakeOpenAI(FakeServer):
                 "prompt_tokens": answer.input_tokens,
                 "completion_tokens": answer.output_tokens,
                 "total_tokens": answer.input_tokens + answer.output_tokens,
+                "prompt_tokens_details": {"cached_tokens": answer.cached_tokens, "audio_tokens": 0},
                 "completion_tokens_details": {"reasoning_tokens": 0},
             },
             "system_fingerprint": "fp_fake",
@@ -205,6 +206,7 @@ class FakeOpenAI(FakeServer):
                 "prompt_tokens": answer.input_tokens,
                 "completion_tokens": answer.output_tokens,
                 "total_tokens": answer.input_tokens + answer.output_tokens,
+                "prompt_tokens_details": {"cached_tokens": answer.cached_tokens, "audio_tokens": 0},
             }
             events.append((None, json.dumps({**head, "choices": [], "usage": usage})))
         events.append((None, "[DONE]"))

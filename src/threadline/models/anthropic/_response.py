@@ -175,10 +175,18 @@ def unsigned(index: int) -> ModelError:
 def usage_from(usage: WireUsage | None) -> Usage | None:
     if usage is None:
         return None
-    prompt = (usage.input_tokens or 0) + (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
+    # Anthropic's input_tokens are the uncached part only; the log's input_tokens hold the whole request.
+    written = usage.cache_creation_input_tokens or 0
+    read = usage.cache_read_input_tokens or 0
     details = usage.output_tokens_details
     thought = (details.thinking_tokens or 0) if details is not None else 0
-    return Usage(input_tokens=prompt, output_tokens=usage.output_tokens or 0, reasoning_tokens=thought)
+    return Usage(
+        input_tokens=(usage.input_tokens or 0) + written + read,
+        output_tokens=usage.output_tokens or 0,
+        reasoning_tokens=thought,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+    )
 
 
 def response_from(

@@ -11,6 +11,7 @@ import msgspec
 from ...errors import ModelError
 from ...message_types import (
     Reasoning,
+    Usage,
 )
 from ..base import ModelResponse, ReasoningDelta
 from ..http._convert_common import (
@@ -49,7 +50,17 @@ class MessageStream(StreamReader):
     Thinking blocks are put together from ``thinking_delta`` and ``signature_delta``; a redacted one arrives whole.
     """
 
-    __slots__ = ("_apart", "_input", "_model", "_order", "_output", "_thinking", "_thoughts")
+    __slots__ = (
+        "_apart",
+        "_cache_read",
+        "_cache_write",
+        "_input",
+        "_model",
+        "_order",
+        "_output",
+        "_thinking",
+        "_thoughts",
+    )
     _usage: WireUsage | None  # the slot StreamReader keeps, holding this API's usage struct
 
     def __init__(self, context: WireContext) -> None:
@@ -58,6 +69,8 @@ class MessageStream(StreamReader):
         self._output: int | None = None
         self._input: int | None = None
         self._thinking: int | None = None
+        self._cache_read: int | None = None
+        self._cache_write: int | None = None
         # Thinking blocks by stream index: [part number, text pieces, signature pieces, redacted data].
         self._thoughts: dict[int, list[Any]] = {}
         self._order = ReasoningOrder()
@@ -122,6 +135,11 @@ class MessageStream(StreamReader):
                     self._input = usage.input_tokens
                 if usage.output_tokens_details is not None:
                     self._thinking = usage.output_tokens_details.thinking_tokens
+                # message_delta's counts are cumulative: where it gives the cache counts, they are the final ones.
+                if usage.cache_read_input_tokens is not None:
+                    self._cache_read = usage.cache_read_input_tokens
+                if usage.cache_creation_input_tokens is not None:
+                    self._cache_write = usage.cache_creation_input_tokens
             return None
         if kind == "message_start":
             if item.message is not None:
@@ -188,14 +206,22 @@ class MessageStream(StreamReader):
             reasoning.append(Reasoning(text="".join(pieces), signature=joined, provider=PROVIDER))
         if reasoning:
             self._order.place(reasoning, bool(self._parts))
+        return response_from(self._parts, uses, self._stop, self.usage_so_far(), self._context, reasoning, self._model)
+
+    def usage_so_far(self) -> Usage | None:
+        """The usage the stream has reported: ``message_start``'s counts with ``message_delta``'s over them (the
+        final ones once the stream is whole; a cut stream's failure is logged with what came)."""
         if self._usage is None and self._output is None and self._input is None:
-            usage = None
-        else:
-            usage = self._usage or WireUsage()
-        if usage is not None and self._output is not None:
+            return None
+        usage = msgspec.structs.replace(self._usage) if self._usage is not None else WireUsage()
+        if self._output is not None:
             usage.output_tokens = self._output
-        if usage is not None and self._input is not None:
+        if self._input is not None:
             usage.input_tokens = self._input
-        if usage is not None and self._thinking is not None:
+        if self._thinking is not None:
             usage.output_tokens_details = WireOutputDetails(thinking_tokens=self._thinking)
-        return response_from(self._parts, uses, self._stop, usage_from(usage), self._context, reasoning, self._model)
+        if self._cache_read is not None:
+            usage.cache_read_input_tokens = self._cache_read
+        if self._cache_write is not None:
+            usage.cache_creation_input_tokens = self._cache_write
+        return usage_from(usage)

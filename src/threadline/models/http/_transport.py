@@ -83,6 +83,8 @@ from ._tls import certificate_refused
 if TYPE_CHECKING:
     import ssl
 
+    from ...message_types import Usage
+
 __all__ = ["Endpoint", "StreamDecoder", "mask_secrets", "secret_forms"]  # the masking is re-exported
 
 _ERROR_TYPE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -94,11 +96,19 @@ BODY_LIMIT = LINE_LIMIT  # the most of one answer that is not a stream read into
 
 class StreamDecoder(Protocol):
     """Reads one provider's stream events (see `ChatStream` and `MessageStream`): `feed` returns the answer text an
-    event adds, a `ReasoningDelta` for a piece of thinking, or None."""
+    event adds, a `ReasoningDelta` for a piece of thinking, or None. A reader whose stream reports usage before its
+    end may also have ``usage_so_far()``: a cut stream's failure is then logged with that usage (and priced)."""
 
     def feed(self, event: str, data: str) -> str | ReasoningDelta | None: ...
 
     def finish(self) -> ModelResponse: ...
+
+
+def _usage_so_far(reader: StreamDecoder | None) -> Usage | None:
+    """The usage a stream reported before it broke, where its reader keeps it (a provider that bills a cut answer
+    says so early: Anthropic's ``message_start``)."""
+    usage_so_far = getattr(reader, "usage_so_far", None)
+    return usage_so_far() if usage_so_far is not None else None
 
 
 class Endpoint:
@@ -251,6 +261,7 @@ class Endpoint:
             held: list[ReasoningDelta] = []  # reasoning nobody is shown yet (see reasoning_shown)
             headers: httpx.Headers | None = None
             mask = AnswerMask(self._answer_forms) if self._answer_forms is not None else None
+            reader: StreamDecoder | None = None
             budget = AttemptDeadline(loop.time() + timeout, lambda: self._overdue(timeout))
             try:
                 try:
@@ -309,7 +320,9 @@ class Endpoint:
                 if not result.content and not result.tool_calls:
                     if not thought and not held:
                         held = _reasoning_deltas(result)  # what it thought goes to the failure's log
-                    raise self._empty_answer(result)
+                    empty = self._empty_answer(result)
+                    empty.usage = result.usage  # the call was billed: the failure's log keeps what it cost
+                    raise empty
             except (httpx.HTTPError, ModelError) as exc:
                 error = exc if isinstance(exc, ModelError) else self._transport_error(exc, timeout)
                 now = time.monotonic()
@@ -347,6 +360,7 @@ class Endpoint:
                     reasons = [f"gave up after {attempt + 1} attempts"] if attempt else []
                     reasons += [why_not] if why_not else []
                     note = f" ({'; '.join(reasons)})"
+                usage = error.usage if error.usage is not None else _usage_so_far(reader)
                 error = ModelError(
                     error.message + note,
                     type=error.type,
@@ -354,6 +368,7 @@ class Endpoint:
                     retryable=error.retryable and signals.should_retry is not False,
                 )
                 error.partial = partial
+                error.usage = usage
                 for piece in held:  # no retry follows: the failure's log keeps what was thought
                     yield piece
                 raise self._redact(error) from None
@@ -428,6 +443,7 @@ class Endpoint:
             return error
         redacted = ModelError(message, type=kind, status=error.status, retryable=error.retryable)
         redacted.partial = error.partial
+        redacted.usage = error.usage
         return redacted
 
     # -- error mapping --------------------------------------------------------------------------------------------

@@ -59,10 +59,15 @@ class _CompletionDetails(msgspec.Struct):
     reasoning_tokens: int | None = None
 
 
+class _PromptDetails(msgspec.Struct):
+    cached_tokens: int | None = None
+
+
 class WireUsage(msgspec.Struct):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     completion_tokens_details: _CompletionDetails | None = None
+    prompt_tokens_details: _PromptDetails | None = None
 
 
 class _Error(msgspec.Struct):
@@ -89,10 +94,12 @@ def usage_from(usage: WireUsage | None) -> Usage | None:
     if usage is None:
         return None
     details = usage.completion_tokens_details
+    prompt = usage.prompt_tokens_details
     return Usage(
         input_tokens=usage.prompt_tokens or 0,
         output_tokens=usage.completion_tokens or 0,
         reasoning_tokens=(details.reasoning_tokens or 0) if details is not None else 0,
+        cache_read_tokens=(prompt.cached_tokens or 0) if prompt is not None else 0,
     )
 
 

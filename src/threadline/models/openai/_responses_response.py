@@ -50,10 +50,15 @@ class _OutputDetails(msgspec.Struct):
     reasoning_tokens: int | None = None
 
 
+class _InputDetails(msgspec.Struct):
+    cached_tokens: int | None = None
+
+
 class _Usage(msgspec.Struct):
     input_tokens: int | None = None
     output_tokens: int | None = None
     output_tokens_details: _OutputDetails | None = None
+    input_tokens_details: _InputDetails | None = None
 
 
 class WireError(msgspec.Struct):
@@ -155,10 +160,12 @@ def _usage(usage: _Usage | None) -> Usage | None:
     if usage is None:
         return None
     details = usage.output_tokens_details
+    cached = usage.input_tokens_details
     return Usage(
         input_tokens=usage.input_tokens or 0,
         output_tokens=usage.output_tokens or 0,
         reasoning_tokens=(details.reasoning_tokens or 0) if details is not None else 0,
+        cache_read_tokens=(cached.cached_tokens or 0) if cached is not None else 0,
     )
 
 

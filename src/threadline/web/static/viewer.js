@@ -290,6 +290,7 @@
     applyFilters();
     renderTimings();
     applyTurnBadges();
+    refreshSpending();
     if (follow) scrollToBottom();
   }
 
@@ -631,8 +632,30 @@
     return `${n} ${word}${n === 1 ? "" : "s"}`;
   }
 
+  // Costs are exact decimals ("0.0002475"): summed as whole picodollars, so a sum is exact, and shown as the server
+  // shows one (threadline.pricing.prices.cost_text): to the cent's hundredth, six places below a cent, half up.
+  function picodollars(text) {
+    const [whole, fraction = ""] = text.split(".");
+    return BigInt(whole) * 10n ** 12n + BigInt((fraction + "000000000000").slice(0, 12));
+  }
+
+  function costText(usd, priced, unknown) {
+    if (!priced) return "unknown";
+    let shown = "$0";
+    if (usd > 0n) {
+      const places = usd >= 10n ** 10n ? 4 : 6;
+      const unit = 10n ** BigInt(12 - places);
+      const rounded = (usd + unit / 2n) / unit;
+      const scale = 10n ** BigInt(places);
+      const dollars = Number(rounded / scale).toLocaleString("en-US");
+      shown = rounded ? `$${dollars}.${String(rounded % scale).padStart(places, "0")}` : "<$0.000001";
+    }
+    return unknown ? `${shown} + unknown` : shown;
+  }
+
   function timingStrip(turn) {
-    let model = 0, calls = 0, failed = 0, tools = 0, toolCalls = 0, input = 0, output = 0;
+    let model = 0, calls = 0, failed = 0, tools = 0, toolCalls = 0, input = 0, output = 0, cached = 0;
+    let usd = 0n, priced = false, unknown = false;
     const segments = [];
     for (const { item, previous } of turn) {
       const kind = item.dataset.kind;
@@ -646,6 +669,10 @@
         }
         input += Number(item.dataset.in || 0);
         output += Number(item.dataset.out || 0);
+        cached += Number(item.dataset.cached || 0);
+        if (item.dataset.usd) { usd += picodollars(item.dataset.usd); priced = true; }
+        // A call with no usage, or a part without a price, makes the turn's cost partly unknown: never "free".
+        if (item.dataset.costUnknown || (kind === "assistant" && item.dataset.in === undefined)) unknown = true;
       }
       for (const group of item.querySelectorAll("details.tool[data-ms]")) {
         const ms = Number(group.dataset.ms);
@@ -672,13 +699,44 @@
     }
     const facts = [`model ${duration(model)} (${count(calls, "call")}${failed ? `, ${failed} failed` : ""})`];
     if (toolCalls) facts.push(`tools ${duration(tools)} (${count(toolCalls, "call")})`);
-    if (input || output) facts.push(`${input.toLocaleString("en-US")} in · ${output.toLocaleString("en-US")} out tokens`);
+    if (input || output) {
+      const fromCache = cached ? ` (${cached.toLocaleString("en-US")} cached)` : "";
+      facts.push(`${input.toLocaleString("en-US")} in${fromCache} · ${output.toLocaleString("en-US")} out tokens`);
+    }
+    if (priced || unknown) facts.push(`cost ${costText(usd, priced, unknown)}`);
     if (!turn[0].previous && turn[0].item.dataset.kind !== "user" && hasOlder) facts.push("(its start is not loaded)");
     const text = document.createElement("div");
     text.className = "timing-facts";
     text.textContent = "This turn: " + facts.join(" · ");
     strip.append(bar, text);
     return strip;
+  }
+
+  // The header's total (tokens, cached, cost) reads the whole log: asked for once the page has opened, and again as
+  // messages arrive live; one request at a time, and one more after it when messages came meanwhile.
+  function refreshSpending() {
+    const spending = document.getElementById("spending");
+    if (!spending) return;
+    if (spending.dataset.busy) {
+      spending.dataset.again = "1";
+      return;
+    }
+    spending.dataset.busy = "1";
+    fetch(spending.dataset.src, { headers: { accept: "application/json" } })
+      .then((response) => (response.ok ? response.json() : null))
+      .then((data) => {
+        if (!data) return;
+        spending.textContent = data.text;
+        spending.hidden = !data.text;
+      })
+      .catch(() => { /* the header keeps its last total */ })
+      .finally(() => {
+        delete spending.dataset.busy;
+        if (spending.dataset.again) {
+          delete spending.dataset.again;
+          refreshSpending();
+        }
+      });
   }
 
   function renderTimings() {
@@ -724,6 +782,7 @@
 
   renderTimings(); // before landing anywhere: the strips take room
   applyTurnBadges();
+  refreshSpending();
 
   const hitId = timeline.dataset.hit;
   const hit = hitId ? items.querySelector(".msg.hit") : null;
