@@ -103,9 +103,10 @@ class Conversation:
         Raises:
             StoreError: if the store has no conversation with that id.
         """
-        if not store.has_conversation(id):
+        conversation = cls(config=config, store=store, id=id)  # loads it, if the store has it
+        if not conversation.host.in_store:
             raise StoreError(f"no conversation {id!r} in {store.url}")
-        return cls(config=config, store=store, id=id)
+        return conversation
 
     def fork(self, at: str | None = None, *, title: str | None = None) -> Conversation:
         """A new conversation whose log is a copy of this one up to message ``at`` (the whole log when None), to try

@@ -187,6 +187,11 @@ class ConversationHost(RequestAssembly, Generic[C]):
         store.append(self.id, list(self.messages))
         self._stored = len(self.messages)
 
+    @property
+    def in_store(self) -> bool:
+        """Whether the store holds this conversation (it was loaded from it, or written to it since)."""
+        return self._in_store
+
     def ensure_stored(self) -> None:
         """Make the conversation's row in the store (with its title and mode) if it has none yet."""
         if self._in_store or self.store is None:

@@ -120,7 +120,9 @@ def run_worker(
             workflow.offer_app(name, queue_name(provider), worker_id)
         say(f"worker {worker_id} ready: apps {', '.join(sorted(apps))}; queues {', '.join(queues)}")
         sys.stdout.flush()
-        while not stop.wait(1.0):
+        # Python runs a signal's handler in this thread, but the kernel may deliver the signal to any of DBOS's:
+        # this thread must wake now and then to run it.
+        while not stop.wait(0.2):
             pass
         say(f"worker {worker_id} stopping: no new turns; waiting up to {grace_seconds} s for the running ones")
         sys.stdout.flush()

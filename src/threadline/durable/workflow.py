@@ -125,19 +125,16 @@ def offer_app(app: str, queue: str, worker_id: str) -> None:
 @DBOS.step(name="record_request")
 def record_request(app: str, conversation_id: str, text: str, message_id: str) -> str:
     """Record the user's message ``text`` (with id ``message_id``) in the conversation, creating it with the app's
-    own messages (its ``agent(...)`` instructions) when it does not exist yet; returns the message id. Recording a
-    message whose id is already in the log does nothing."""
+    own messages (its ``agent(...)`` instructions) when it does not exist yet or is empty; returns the message id.
+    Recording a message whose id is already in the log does nothing."""
     store = _store()
     builder = app_named(_RUNTIME.apps, app)
-    if store.has_conversation(conversation_id):
-        conversation = Conversation.load(conversation_id, store)
-        conversation.apply_config_deltas(builder.delta_config)
-        if any(message.id == message_id for message in conversation.messages):
-            return message_id
-        first: list[Message] = []
-    else:
-        conversation = Conversation(store=store, id=conversation_id)
-        conversation.apply_config_deltas(builder.delta_config)
+    conversation = Conversation(store=store, id=conversation_id)  # loads it, if the store has it
+    conversation.apply_config_deltas(builder.delta_config)
+    if any(message.id == message_id for message in conversation.messages):
+        return message_id
+    first: list[Message] = []
+    if not len(conversation.messages):  # a new conversation (or one made empty, to be given its id)
         first = [msgspec.structs.replace(m, id=new_id(), created_at=datetime.now(UTC)) for m in builder.delta_messages]
     meta = mode_meta(conversation.config.mode) or DEFAULT_META
     request = UserMessage(id=message_id, content=text, meta=meta)
