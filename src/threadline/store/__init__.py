@@ -124,7 +124,7 @@ def _check_url(text: str) -> None:
         raise UserError(f"malformed store URL {redact_url(text)!r}: {exc}") from None
 
 
-def sqlite_url_path(url: str) -> str:
+def _sqlite_url_path(url: str) -> str:
     """The file a ``sqlite://`` URL names, read as SQLAlchemy reads it: ``sqlite:///file.db`` is ``file.db`` in the
     working directory (three slashes), ``sqlite:////srv/file.db`` is ``/srv/file.db`` (four); ``sqlite://dir/file.db``
     is ``dir/file.db``. Empty when the URL names no file."""
@@ -154,7 +154,7 @@ def _open_sqlite(text: str, scheme: str, create: bool) -> Store:
         _refuse_missing(Path(text), None, create)
         return SQLiteStore(text)
     parts = urlsplit(text)
-    path = sqlite_url_path(text)
+    path = _sqlite_url_path(text)
     if not path:
         raise UserError(f"{redact_url(text)!r} names no file: use sqlite:///path/to/file.db")
     options = dict(parse_qsl(parts.query))
