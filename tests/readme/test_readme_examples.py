@@ -147,6 +147,8 @@ def substituted(code: str, openai_url: str, stack: ExitStack) -> str:
         'base_url="https://openrouter.ai/api/v1"': f'base_url="{openai_url}", server="openrouter"',
         # A corporate CA bundle: the public one this machine has.
         "/etc/ssl/certs/corporate-ca.pem": certifi.where(),
+        # The durable example's PostgreSQL host: a SQLite store here, which workers on one machine share.
+        DURABLE_STORE: "sqlite:///shop.db",
     }
     for address, local in replacements.items():
         code = code.replace(address, local)
@@ -172,6 +174,9 @@ def close_everything(namespace: dict[str, Any]) -> None:
         elif isinstance(value, Model) and hasattr(value, "aclose"):
             run_sync(value.aclose())
     run_sync(close_cached_models())
+
+
+DURABLE_STORE = "postgresql://app@db/shop"
 
 
 @contextmanager
@@ -216,7 +221,7 @@ def test_readme_block_runs(block: Block, servers: tuple[AnyOpenAI, AnyAnthropic]
             for part in chain(block):
                 code = substituted(part.code, openai.base_url, stack)  # type: ignore[attr-defined]
                 if part.beside is not None:
-                    stack.enter_context(running_beside(part.beside))
+                    stack.enter_context(running_beside(substituted(part.beside, openai.base_url, stack)))
                 run_block(replace(part, code=code), namespace)
         finally:
             close_everything(namespace)
