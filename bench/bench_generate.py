@@ -110,7 +110,7 @@ class _Cached(msgspec.Struct):
 def bench_cache() -> dict[str, Any]:
     directory = tempfile.mkdtemp(prefix="bench-generate-")
     path = Path(directory) / "cache.db"
-    store = open_store(f"sqlite://{path}")
+    store = open_store(f"sqlite:///{path}")
     script = [
         AssistantMessage(tool_calls=[ToolCall(id="w1", name="get_weather", arguments={"city": "Paris"})]),
         "Sunny.",

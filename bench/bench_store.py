@@ -105,7 +105,7 @@ def bench_roundtrip(folder: Path, messages: list[Message]) -> tuple[float, float
         rows = raw.execute("SELECT data FROM messages WHERE conversation_id = ? ORDER BY rowid", (cid,)).fetchall()
         assert len(decode_messages([row[0] for row in rows])) == len(messages)
 
-    store = open_store(f"sqlite://{folder / 'store.db'}")
+    store = open_store(f"sqlite:///{folder / 'store.db'}")
 
     def ours() -> None:
         cid = store.create_conversation().id
@@ -124,7 +124,7 @@ def bench_roundtrip(folder: Path, messages: list[Message]) -> tuple[float, float
 
 def bench_sqlite_appends(folder: Path, messages: list[Message], count: int = 3000) -> float:
     """Messages per second, one append (one transaction) each."""
-    with open_store(f"sqlite://{folder / 'appends.db'}") as store:
+    with open_store(f"sqlite:///{folder / 'appends.db'}") as store:
         cid = store.create_conversation().id
         start = time.perf_counter()
         for message in messages[:count]:
@@ -237,7 +237,7 @@ def bench_load_and_list(url: str, messages: list[Message]) -> tuple[float, float
 def bench_logs_show(folder: Path) -> tuple[float, float]:
     """Seconds for ``threadline logs show ID --all`` of a 100,000-message SQLite conversation (output to a file), and
     for the floor: a process that loads the same log and prints each message's text."""
-    url = f"sqlite://{folder / 'shown.db'}"
+    url = f"sqlite:///{folder / 'shown.db'}"
     messages = make_messages(LOG_SHOWN)
     with open_store(url) as store:
         cid = store.create_conversation("shown").id
@@ -265,7 +265,7 @@ def main() -> None:
             folder = Path(tmp)
             store_s, floor_s, hand_s = bench_roundtrip(folder, messages)
             sqlite_rate = bench_sqlite_appends(folder, messages)
-            sqlite_load, sqlite_list = bench_load_and_list(f"sqlite://{folder / 'load.db'}", messages)
+            sqlite_load, sqlite_list = bench_load_and_list(f"sqlite:///{folder / 'load.db'}", messages)
             shown_s, shown_floor_s = bench_logs_show(folder)
         # The store's writers and the raw floor in turns (the order swapped each round), so both see the same
         # machine state; the median of each.

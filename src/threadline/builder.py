@@ -323,9 +323,16 @@ class PromptBuilder:
             conversation.set_store(self._store)
         return conversation
 
-    def _apply(self, conversation: Conversation, armed: CheckedSettings | None = None) -> None:
+    def _apply(
+        self, conversation: Conversation, armed: CheckedSettings | None = None, settings: CheckedSettings | None = None
+    ) -> None:
         """Apply config and message deltas to a conversation the caller holds; arm its next turn with ``armed``
-        (None: a turn that runs now, planned by the caller; settings armed before and never used are forgotten)."""
+        (None: a turn that runs now, planned by the caller with ``settings``; settings armed before and never used
+        are forgotten).
+
+        New messages go to a store only once the model said it could serve the turn (its API key, the settings):
+        otherwise the store would keep a request no turn answers, and no failure saying why.
+        """
         config = dict(self._config)
         if self._tools:
             merged = list(conversation.config.tools)
@@ -333,6 +340,8 @@ class PromptBuilder:
             config["tools"] = merged
         host = conversation.host
         host.apply_config_deltas(config)
+        if self._messages and host.store is not None:
+            host.check_model(armed if armed is not None else settings)
         meta = mode_meta(conversation.config.mode)
         for message in self._messages:
             # Calls a crash left unanswered are answered before the new messages (the host's record does it).
@@ -348,7 +357,7 @@ class PromptBuilder:
         checked = check_settings(settings)
         conversation = self._target()
         async with conversation.hold():
-            self._apply(conversation)
+            self._apply(conversation, settings=checked)
             result = TurnResult()
             async for _ in conversation.host.turn(plan_turn(conversation.config, checked), result):
                 pass
@@ -404,7 +413,7 @@ class PromptBuilder:
         conversation = self._target()
         # The messages, the attempts and the feedback between them are one piece of work: no other turn gets in.
         async with conversation.hold():
-            self._apply(conversation)
+            self._apply(conversation, settings=checked)
             options = plan_turn(conversation.config, checked, response_format=ResponseFormat(name=name, schema=schema))
             return await self._typed_attempts(conversation, options, adapter, wrapped, name, retries)
 
@@ -490,7 +499,7 @@ class TextStream:
         conversation = builder._target()
         self.conversation = conversation
         async with conversation.hold():
-            builder._apply(conversation)
+            builder._apply(conversation, settings=checked)
             queue: asyncio.Queue[str | None] = asyncio.Queue()
             rounds = _Rounds(queue.put_nowait)
             result = TurnResult()

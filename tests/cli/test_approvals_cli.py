@@ -57,7 +57,7 @@ class Shop:
         assert spec is not None and spec.loader is not None
         self.module: ModuleType = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(self.module)
-        self.url = f"sqlite://{tmp_path / 'store.db'}"
+        self.url = f"sqlite:///{tmp_path / 'store.db'}"
         self.store: Store = open_store(self.url)
 
     def tool_spec(self, name: str = "pay") -> str:

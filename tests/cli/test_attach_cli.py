@@ -32,7 +32,7 @@ def server() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def store_url(tmp_path: Path) -> str:
-    return f"sqlite://{tmp_path / 'store.db'}"
+    return f"sqlite:///{tmp_path / 'store.db'}"
 
 
 def test_attached_image_and_file_reach_the_model_and_the_log(

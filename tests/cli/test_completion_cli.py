@@ -9,7 +9,7 @@ from ._run import run_cli
 
 
 def test_the_readme_completion_line_gives_a_script_that_completes_commands(tmp_path: Path) -> None:
-    store_url = f"sqlite://{tmp_path / 'store.db'}"
+    store_url = f"sqlite:///{tmp_path / 'store.db'}"
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert 'eval "$(_THREADLINE_COMPLETE=bash_source threadline)"' in readme
     script = run_cli(store_url=store_url, env={"_THREADLINE_COMPLETE": "bash_source"})

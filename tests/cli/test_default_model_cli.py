@@ -26,7 +26,7 @@ def server() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def store_url(tmp_path: Path) -> str:
-    return f"sqlite://{tmp_path / 'store.db'}"
+    return f"sqlite:///{tmp_path / 'store.db'}"
 
 
 def test_the_saved_default_model_is_used_without_m_and_the_environment_wins(server: FakeOpenAI, store_url: str) -> None:

@@ -17,7 +17,7 @@ def threadline(*args: str, store_url: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_export_usage_shows_id_as_optional_and_says_id_or_all(tmp_path: Path) -> None:
-    store_url = f"sqlite://{tmp_path / 'store.db'}"
+    store_url = f"sqlite:///{tmp_path / 'store.db'}"
     shown = threadline("export", "--help", store_url=store_url)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == "Usage: threadline export [OPTIONS] [ID]"
@@ -28,7 +28,7 @@ def test_export_usage_shows_id_as_optional_and_says_id_or_all(tmp_path: Path) ->
 
 
 def test_fork_help_names_the_default_title_a_fork_gets(tmp_path: Path) -> None:
-    store_url = f"sqlite://{tmp_path / 'store.db'}"
+    store_url = f"sqlite:///{tmp_path / 'store.db'}"
     shown = threadline("logs", "fork", "--help", store_url=store_url)
     assert shown.returncode == 0, shown.stderr
     assert "the original's title with '(fork)' added" in " ".join(shown.stdout.split())

@@ -21,7 +21,7 @@ def threadline(*args: str, store_url: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
 def test_import_keeps_the_thinking_of_a_bare_openai_list(tmp_path: Path, field: str) -> None:
-    store_url = f"sqlite://{tmp_path / 'store.db'}"
+    store_url = f"sqlite:///{tmp_path / 'store.db'}"
     log = tmp_path / "chat.json"
     log.write_text(
         json.dumps([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", field: "I thought."}]),
@@ -36,7 +36,7 @@ def test_import_keeps_the_thinking_of_a_bare_openai_list(tmp_path: Path, field: 
 
 
 def test_a_bad_thinking_value_names_the_position_and_stores_nothing(tmp_path: Path) -> None:
-    store_url = f"sqlite://{tmp_path / 'store.db'}"
+    store_url = f"sqlite:///{tmp_path / 'store.db'}"
     log = tmp_path / "chat.json"
     log.write_text(
         json.dumps(

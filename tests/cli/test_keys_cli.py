@@ -34,7 +34,7 @@ def server() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def store_url(tmp_path: Path) -> str:
-    return f"sqlite://{tmp_path / 'store.db'}"
+    return f"sqlite:///{tmp_path / 'store.db'}"
 
 
 def save(store_url: str, name: str = "openai", value: str = KEY) -> None:
@@ -160,7 +160,7 @@ def test_a_saved_key_quoted_by_a_failing_tool_is_masked_in_the_log(tmp_path: Pat
             "The report could not be fetched.",
         ]
     )
-    with open_store(f"sqlite://{tmp_path / 'store.db'}") as store:
+    with open_store(f"sqlite:///{tmp_path / 'store.db'}") as store:
         answer = llm.model(model).tools(fetch_report).store(store).request("Get q3").prompt()
         assert answer == "The report could not be fetched."
         (info,) = store.list_conversations()

@@ -106,7 +106,7 @@ def test_conflicting_page_options_are_one_line_errors(store_url: str, store: Sto
 def damage_first_message(store_url: str, conversation_id: str) -> None:
     """Overwrite the stored bytes of a conversation's first message with something that is not a message."""
     if store_url.startswith("sqlite://"):
-        conn = sqlite3.connect(store_url.removeprefix("sqlite://"))
+        conn = sqlite3.connect(store_url.removeprefix("sqlite:///"))
         conn.execute(
             'UPDATE messages SET data = CAST(\'{"not": "a message"}\' AS BLOB) WHERE seq = 0 AND conversation = '
             "(SELECT key FROM conversations WHERE id = ?)",

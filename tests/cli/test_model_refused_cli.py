@@ -38,7 +38,7 @@ def stored(store_url: str) -> int:
 def test_a_model_that_cannot_be_used_is_refused_before_anything_is_stored(
     tmp_path: Path, model: str, says: str, command: str
 ) -> None:
-    store_url = f"sqlite://{tmp_path / 'store.db'}"
+    store_url = f"sqlite:///{tmp_path / 'store.db'}"
     args = ("prompt", "hi", "-m", model) if command == "prompt" else ("chat", "-m", model)
     done = threadline(*args, store_url=store_url, stdin="hi\n")
     assert done.returncode == 2, done.stderr

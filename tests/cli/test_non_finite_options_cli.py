@@ -84,7 +84,7 @@ def run(command: str, option: str, value: str, server: FakeOpenAI, store_url: st
 def test_infinity_and_nan_are_refused_with_one_line_and_nothing_is_sent_or_stored(
     command: str, option: str, openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    store_url = f"sqlite://{tmp_path / 'store.db'}"
+    store_url = f"sqlite:///{tmp_path / 'store.db'}"
     for value in SPELLINGS:
         openai.reply("never sent")
         done = run(command, option, value, openai, store_url)
@@ -103,7 +103,7 @@ def test_infinity_and_nan_are_refused_with_one_line_and_nothing_is_sent_or_store
 )
 def test_a_finite_value_still_works(command: str, option: str, openai: FakeOpenAI, tmp_path: Path) -> None:
     openai.reply("Hi!")
-    done = run(command, option, "0.5", openai, f"sqlite://{tmp_path / 'store.db'}")
+    done = run(command, option, "0.5", openai, f"sqlite:///{tmp_path / 'store.db'}")
     assert done.returncode == 0, done.stderr
     assert "Hi!" in done.stdout
     if option == "--temperature":

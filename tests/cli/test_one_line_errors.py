@@ -132,7 +132,7 @@ def test_import_of_a_time_with_no_utc_equivalent(stamp: str, store_url: str, sto
 
 def test_export_of_a_stored_time_with_no_utc_equivalent(tmp_path: Path) -> None:
     # What an older threadline could store: a message time with an offset whose UTC equivalent overflows.
-    url = f"sqlite://{tmp_path / 'old.db'}"
+    url = f"sqlite:///{tmp_path / 'old.db'}"
     with open_store(url) as store:
         info = store.create_conversation("old")
         message = UserMessage(content="hi")

@@ -34,7 +34,7 @@ def environment(server: FakeOpenAI, home: Path, **extra: str) -> dict[str, str]:
 
 def stored(home: Path) -> tuple[str, list[AssistantMessage]]:
     """The one stored conversation's id and its answers."""
-    with open_store(f"sqlite://{home / 'threadline.db'}") as store:
+    with open_store(f"sqlite:///{home / 'threadline.db'}") as store:
         [info] = store.list_conversations()
         return info.id, [m for m in store.load(info.id) if isinstance(m, AssistantMessage)]
 

@@ -36,7 +36,7 @@ def server() -> Iterator[FakeCompatible]:
 
 @pytest.fixture
 def store_url(tmp_path: Path) -> str:
-    return f"sqlite://{tmp_path / 'store.db'}"
+    return f"sqlite:///{tmp_path / 'store.db'}"
 
 
 def threadline(
@@ -145,7 +145,7 @@ def test_logs_show_prints_the_thinking_under_each_answer_and_json_keeps_it(
         Thinking(tool_calls=(ToolUse("celsius_to_fahrenheit", '{"celsius": 20}'),), reasoning="Use the tool."),
         Thinking("20 °C is 68 °F.", reasoning="The tool said 68."),
     )
-    workdir = Path(store_url.removeprefix("sqlite://")).parent
+    workdir = Path(store_url.removeprefix("sqlite:///")).parent
     (workdir / "units.py").write_text(
         "def celsius_to_fahrenheit(celsius: float) -> str:\n"
         '    """Convert Celsius to Fahrenheit."""\n'

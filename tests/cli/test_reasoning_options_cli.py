@@ -59,7 +59,7 @@ def test_prompt_reasoning_budget_turns_claude_thinking_on_and_show_reasoning_sho
     done = threadline(
         "prompt", "-m", CLAUDE, "--reasoning-budget", "2048", "--max-tokens", "4096", "--show-reasoning",
         "9.11 or 9.8?",
-        base_urls={"ANTHROPIC_BASE_URL": anthropic.base_url}, store_url=f"sqlite://{tmp_path / 's.db'}",
+        base_urls={"ANTHROPIC_BASE_URL": anthropic.base_url}, store_url=f"sqlite:///{tmp_path / 's.db'}",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert thinking_asked(anthropic) == [{"type": "enabled", "budget_tokens": 2048}]
@@ -70,7 +70,7 @@ def test_prompt_reasoning_budget_turns_claude_thinking_on_and_show_reasoning_sho
 def test_prompt_reasoning_effort_is_sent_as_a_budget_to_claude_and_an_effort_to_openai(
     anthropic: FakeAnthropicThinking, openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    store_url = f"sqlite://{tmp_path / 's.db'}"
+    store_url = f"sqlite:///{tmp_path / 's.db'}"
     anthropic.add(Thought(blocks=(Think(THOUGHT), "Yes.")))
     done = threadline(
         "prompt", "-m", CLAUDE, "--reasoning", "low", "Think?",
@@ -93,7 +93,7 @@ def test_chat_asks_for_thinking_on_every_turn(anthropic: FakeAnthropicThinking, 
     anthropic.add(Thought(blocks=(Think("First thought."), "One.")), Thought(blocks=(Think("Second thought."), "Two.")))
     done = threadline(
         "chat", "-m", CLAUDE, "--reasoning-budget", "1024", "--show-reasoning",
-        base_urls={"ANTHROPIC_BASE_URL": anthropic.base_url}, store_url=f"sqlite://{tmp_path / 's.db'}",
+        base_urls={"ANTHROPIC_BASE_URL": anthropic.base_url}, store_url=f"sqlite:///{tmp_path / 's.db'}",
         stdin="first\nsecond\n",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -107,7 +107,7 @@ def test_chat_asks_for_thinking_on_every_turn(anthropic: FakeAnthropicThinking, 
 def test_a_model_without_reasoning_refuses_the_options_before_anything_is_sent_or_stored(
     openai: FakeOpenAI, tmp_path: Path, command: str, option: tuple[str, str]
 ) -> None:
-    store_url = f"sqlite://{tmp_path / 's.db'}"
+    store_url = f"sqlite:///{tmp_path / 's.db'}"
     args = ("prompt", "hi") if command == "prompt" else ("chat",)
     done = threadline(
         *args, "-m", "openai:gpt-4o-mini", *option,
@@ -123,7 +123,7 @@ def test_a_model_without_reasoning_refuses_the_options_before_anything_is_sent_o
 
 def test_the_options_are_checked_on_the_command_line(openai: FakeOpenAI, tmp_path: Path) -> None:
     base_urls = {"OPENAI_BASE_URL": openai.base_url}
-    store_url = f"sqlite://{tmp_path / 's.db'}"
+    store_url = f"sqlite:///{tmp_path / 's.db'}"
     for option in (("--reasoning", "extreme"), ("--reasoning-budget", "0")):
         done = threadline("prompt", "-m", "openai:o4-mini", *option, "hi", base_urls=base_urls, store_url=store_url)
         assert done.returncode == 2 and option[0] in done.stderr

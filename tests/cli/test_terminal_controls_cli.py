@@ -43,7 +43,7 @@ def server() -> Iterator[FakeCompatible]:
 
 @pytest.fixture
 def store_url(tmp_path: Path) -> str:
-    return f"sqlite://{tmp_path / 'store.db'}"
+    return f"sqlite:///{tmp_path / 'store.db'}"
 
 
 def threadline(

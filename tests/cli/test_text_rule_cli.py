@@ -27,7 +27,7 @@ def test_prompt_with_argv_and_stdin_that_are_not_utf8(tmp_path: Path) -> None:
     for done in (from_argv, from_stdin):
         assert b"Traceback" not in done.stderr
 
-    with open_store(f"sqlite://{tmp_path / 'threadline.db'}") as store:
+    with open_store(f"sqlite:///{tmp_path / 'threadline.db'}") as store:
         infos = store.list_conversations()
         logs = {info.title: store.load(info.id) for info in infos}
     assert set(logs) == {"name report-\ufffd.txt", "stdin report-\ufffd.txt"}

@@ -31,7 +31,7 @@ def openai_server() -> Iterator[FakeOpenAI]:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """One store for the MCP commands (the store backends are covered by the pages tests)."""
-    return f"sqlite://{tmp_path / 'store.db'}"
+    return f"sqlite:///{tmp_path / 'store.db'}"
 
 
 def env_for(server: FakeOpenAI, store_url: str) -> dict[str, str]:

@@ -74,7 +74,7 @@ def test_a_fork_offers_the_tools_of_the_objects_mentioned_before_it(stored: bool
             """Add a note."""
             return "saved"
 
-    store = open_store(f"sqlite://{tmp_path / 'log.db'}") if stored else None
+    store = open_store(f"sqlite:///{tmp_path / 'log.db'}") if stored else None
     model = ScriptedModel(["ok", "fork ok"])
     builder = llm.model(model).request("Note this", attachments=[Attachment.mention("notes", Notes())])
     conversation = (builder.store(store) if store is not None else builder).prompt_conversation()

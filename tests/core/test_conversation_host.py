@@ -66,7 +66,7 @@ def test_a_message_is_checked_once_on_its_way_to_the_store(
     store = (
         None
         if backend is None
-        else open_store(f"sqlite://{tmp_path / 'log.db'}" if backend == "sqlite" else "memory://")
+        else open_store(f"sqlite:///{tmp_path / 'log.db'}" if backend == "sqlite" else "memory://")
     )
     conversation = Conversation(store=store)
     checked: list[str] = []

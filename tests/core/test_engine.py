@@ -586,7 +586,7 @@ def test_a_key_in_a_models_own_exception_is_masked_in_the_log_the_store_and_the_
     key = "abc123-SECRET-from-the-environment"
     monkeypatch.setenv("MYMODEL_API_KEY", key)
     stray = "sk-proj-AbCdEf0123456789GhIjKl"
-    store = open_store(f"sqlite://{tmp_path / 'log.db'}")
+    store = open_store(f"sqlite:///{tmp_path / 'log.db'}")
     model = LeakyModel(f"401 for key {key} (also tried {stray})")
     conversation = Conversation(config=ConversationConfig(model=model), store=store)
     conversation.add(user("Hello?"))

@@ -116,7 +116,7 @@ async def test_the_host_log_is_repaired_and_its_ids_kept_unique() -> None:
 def test_a_host_with_a_store_keeps_memory_and_store_equal(tmp_path: Path) -> None:
     import asyncio
 
-    with open_store(f"sqlite://{tmp_path / 'host.db'}") as store:
+    with open_store(f"sqlite:///{tmp_path / 'host.db'}") as store:
         model = ScriptedModel([calls(call("get_weather", {"city": "Paris"})), "Sunny."])
         host = ListHost([user("Weather?")], model, [get_weather], store)
         asyncio.run(run(host))

@@ -73,7 +73,7 @@ def echo(text: str = "nothing") -> str:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Any:
-    with open_store(f"sqlite://{tmp_path / 'log.db'}") as opened:
+    with open_store(f"sqlite:///{tmp_path / 'log.db'}") as opened:
         yield opened
 
 

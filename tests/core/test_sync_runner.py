@@ -77,7 +77,7 @@ def interrupt_when_stalled(program: str, how: str, url: str, tmp_path: Path) -> 
 
 @pytest.mark.parametrize("how", ["prompt", "stream"])
 def test_ctrl_c_during_a_sync_call_logs_the_partial_answer_then_raises(how: str, tmp_path: Path) -> None:
-    url = f"sqlite://{tmp_path / 'store.db'}"
+    url = f"sqlite:///{tmp_path / 'store.db'}"
     returncode, out, err = interrupt_when_stalled(SLOW_MODEL, how, url, tmp_path)
     assert returncode == 0, err
     assert out.splitlines() == ["KeyboardInterrupt", "still works"]
@@ -113,7 +113,7 @@ asyncio.set_event_loop_policy(Policy())
 def test_ctrl_c_works_on_a_loop_that_cannot_watch_a_socket(how: str, tmp_path: Path) -> None:
     """The wakeup socket needs ``add_reader``; without it (the Proactor loop on Windows, an event-loop policy's own
     loops) the sync API runs as before instead of failing on every call."""
-    url = f"sqlite://{tmp_path / 'store.db'}"
+    url = f"sqlite:///{tmp_path / 'store.db'}"
     returncode, out, err = interrupt_when_stalled(NO_READER_LOOPS + SLOW_MODEL, how, url, tmp_path)
     assert (returncode, out.splitlines(), err) == (0, ["KeyboardInterrupt", "still works"], "")
 

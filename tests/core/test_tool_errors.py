@@ -261,7 +261,7 @@ def test_a_credential_in_a_tools_exception_is_masked_before_the_log_and_the_mode
 
     from threadline import open_store
 
-    store = open_store(f"sqlite://{tmp_path / 'log.db'}")
+    store = open_store(f"sqlite:///{tmp_path / 'log.db'}")
     model = ScriptedModel([calls(call("fetch", {"city": "Paris"})), "Sorry."])
     conversation = llm.model(model).tools(fetch).store(store).request("Weather?").prompt_conversation()
     conversation.run_sync(lambda message: None)

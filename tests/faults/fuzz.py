@@ -179,7 +179,7 @@ class ReaderCampaign:
             row = Row(single)
             self.rows = dict.fromkeys(PATHS, row)
         self.directory = directory
-        self.store = open_store(f"sqlite://{directory / 'imports.db'}")
+        self.store = open_store(f"sqlite:///{directory / 'imports.db'}")
         self.number = 0
 
     def run(self, path: str, payload: Any) -> None:

@@ -307,7 +307,7 @@ def _cli_leak_case(rng: random.Random, directory: Path, row: Row) -> None:
     encoding, form = rng.choice(list(encodings(key).items()))
     home = directory / f"cli-{rng.randrange(10**9)}"
     home.mkdir()
-    url = f"sqlite://{home / 'cli.db'}"
+    url = f"sqlite:///{home / 'cli.db'}"
     thinking = place == "reasoning"
     server = (
         {"openai": FakeCompatible, "anthropic": FakeAnthropicThinking, "responses": FakeResponses}[provider]()
@@ -340,7 +340,7 @@ def encoded_key_leaks(cases: int, directory: Path, *, seed: int | None = None, c
     servers = Servers()
     spans = _Spans()
     try:
-        with open_store(f"sqlite://{store_file}") as store:
+        with open_store(f"sqlite:///{store_file}") as store:
 
             async def run() -> None:
                 for _ in range(cases):
@@ -455,7 +455,7 @@ def odd_retry_after(cases: int, directory: Path, *, seed: int | None = None) -> 
     row = Row("hostile HTTP: odd Retry-After")
     servers = Servers()
     try:
-        with open_store(f"sqlite://{directory / 'hostile-retry.db'}") as store:
+        with open_store(f"sqlite:///{directory / 'hostile-retry.db'}") as store:
 
             async def run() -> None:
                 for _ in range(cases):
@@ -534,7 +534,7 @@ def trickling_streams(cases: int, directory: Path, *, seed: int | None = None) -
     row = Row("hostile HTTP: trickling answers")
     servers = Servers()
     try:
-        with open_store(f"sqlite://{directory / 'hostile-trickle.db'}") as store:
+        with open_store(f"sqlite:///{directory / 'hostile-trickle.db'}") as store:
 
             async def run() -> None:
                 for _ in range(cases):

@@ -283,7 +283,7 @@ def non_finite_options(cases: int, directory: Path, *, seed: int | None = None) 
 def _option_case(
     command: str, option: str, value: str, server: FakeOpenAI, directory: Path, number: int, row: Row
 ) -> None:
-    store_url = f"sqlite://{directory / f'finite-{number}.db'}"
+    store_url = f"sqlite:///{directory / f'finite-{number}.db'}"
     given = [f"{option}={value}"] if value.startswith("-") or " " in value else [option, value]
     args = [*command.split(), *given, "-m", "openai:gpt-4o-mini", "--store", store_url]
     if command == "prompt":
@@ -364,7 +364,7 @@ def streamed_logs(cases: int, directory: Path, *, seed: int | None = None) -> Ro
 @contextmanager
 def _store_url(backend: str, directory: Path) -> Iterator[str]:
     if backend == "sqlite":
-        yield f"sqlite://{directory / f'stream-{uuid.uuid4().hex[:8]}.db'}"
+        yield f"sqlite:///{directory / f'stream-{uuid.uuid4().hex[:8]}.db'}"
     else:
         with _schema(POSTGRES_DSN) as url:
             yield url

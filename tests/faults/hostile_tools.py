@@ -292,7 +292,7 @@ def unreadable_exceptions(cases: int, directory: Path, *, seed: int | None = Non
     row = Row("exceptions whose message cannot be read")
     combos = [(r, h, w) for r in RAISED for h in HOW for w in WHERE if not (w == "custom model" and h == HOW[2])]
     rng.shuffle(combos)
-    with open_store(f"sqlite://{directory / 'unreadable.db'}") as store:
+    with open_store(f"sqlite:///{directory / 'unreadable.db'}") as store:
         for number in range(cases):
             raised, how, where = combos[number % len(combos)]
             note = f"case {number}: {raised} when {how}, in: {where}"

@@ -87,7 +87,7 @@ def deep_arguments(cases: int, directory: Path, *, seed: int | None = None) -> R
     """``cases`` turns whose model sends tool-call arguments nested a random 50 to 100,000 levels deep."""
     rng = random.Random(seed)
     row = Row("tool-call arguments nested 50-100,000 deep (3 providers, streamed or not, SQLite)")
-    with open_store(f"sqlite://{directory / f'deep-{uuid.uuid4().hex[:8]}.db'}") as store:
+    with open_store(f"sqlite:///{directory / f'deep-{uuid.uuid4().hex[:8]}.db'}") as store:
         for number in range(cases):
             kind = rng.choice(sorted(PROVIDERS))
             stream = rng.random() < 0.5
@@ -348,7 +348,7 @@ def non_json_values(cases: int, directory: Path, *, seed: int | None = None) -> 
     """``cases`` values JSON cannot hold or keep, at random fields, read from a dict or written from Python."""
     rng = random.Random(seed)
     row = Row("non-JSON values read from dicts or written (5 readers, 3 writes, SQLite)")
-    with open_store(f"sqlite://{directory / f'values-{uuid.uuid4().hex[:8]}.db'}") as store:
+    with open_store(f"sqlite:///{directory / f'values-{uuid.uuid4().hex[:8]}.db'}") as store:
         for number in range(cases):
             if rng.random() < 0.6:
                 name, make = rng.choice([*_reader_cases(rng), *_layout_cases(rng)])

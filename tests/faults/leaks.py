@@ -159,7 +159,7 @@ def key_leaks(directory: Path, cli_providers: tuple[str, ...] = ("openai", "anth
     """Every error shape of both providers, with the key plain and with a trailing newline; then the CLI."""
     row = Row("error bodies carrying the key")
     store_file = directory / "leaks.db"
-    with open_store(f"sqlite://{store_file}") as store:
+    with open_store(f"sqlite:///{store_file}") as store:
         for provider in ("openai", "anthropic"):
             for name, (answer, stream) in shapes(provider).items():
                 for key_name, key in (("plain key", KEY), ("key with newline", KEY + "\n")):
@@ -188,7 +188,7 @@ def cli_case(provider: str, directory: Path, row: Row) -> None:
     """``threadline prompt`` twice (a stream error event, then a 200 error body), ``logs show`` and ``export``."""
     home = Path(tempfile.mkdtemp(dir=directory))
     store_file = home / "cli.db"
-    url = f"sqlite://{store_file}"
+    url = f"sqlite:///{store_file}"
     server: FakeServer = FakeOpenAI() if provider == "openai" else FakeAnthropic()
     prefix = "OPENAI" if provider == "openai" else "ANTHROPIC"
     model = "openai:gpt-4o-mini" if provider == "openai" else "anthropic:claude-haiku-4-5"

@@ -41,7 +41,7 @@ POSTGRES_DSN = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres
 def store_url(backend: str, directory: Path) -> Iterator[str]:
     """A store URL no one else uses: a new SQLite file, or a new PostgreSQL schema dropped afterwards."""
     if backend == "sqlite":
-        yield f"sqlite://{directory / f'{uuid.uuid4().hex[:8]}.db'}"
+        yield f"sqlite:///{directory / f'{uuid.uuid4().hex[:8]}.db'}"
         return
     import psycopg
 

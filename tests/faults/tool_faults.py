@@ -232,7 +232,7 @@ def tool_faults(turns: int, directory: Path, seed: int = 0, slow_cases: int = 1)
     plans += [[["swallows cancellation", *rng.sample(quick, 2)]] for _ in range(max(0, slow_cases - 1))]
     for _ in range(turns):
         plans.append([rng.sample(quick, rng.randint(1, 4)) for _ in range(rng.randint(1, 2))])
-    with open_store(f"sqlite://{directory / 'tool-faults.db'}") as store:
+    with open_store(f"sqlite:///{directory / 'tool-faults.db'}") as store:
         conversation: Conversation | None = None
         for number, plan in enumerate(plans):
             rounds = [[FAULTS[name] for name in round_] for round_ in plan]

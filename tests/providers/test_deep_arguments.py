@@ -74,7 +74,7 @@ async def test_arguments_nested_too_deeply_are_an_error_result_the_model_reads(
 async def _run(kind: str, server: FakeServer, model: Any, stream: bool, depth: int, tmp_path: Path) -> None:
     arguments = nested(depth)
     server.add(Answer(tool_calls=(ToolUse("get_weather", arguments),)), Answer("Which city, plainly?"))
-    store = open_store(f"sqlite://{tmp_path / 'log.db'}")
+    store = open_store(f"sqlite:///{tmp_path / 'log.db'}")
     conversation = (
         llm.model(model)
         .tools(get_weather)

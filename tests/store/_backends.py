@@ -44,7 +44,7 @@ def postgres_url() -> Iterator[str]:
 def backend_url(backend: str, directory: Path) -> Iterator[str]:
     """A store URL of the given backend that no other test uses."""
     if backend == "sqlite":
-        yield f"sqlite://{directory / f'store-{uuid.uuid4().hex[:8]}.db'}"
+        yield f"sqlite:///{directory / f'store-{uuid.uuid4().hex[:8]}.db'}"
     elif backend == "postgres":
         with postgres_url() as url:
             yield url
@@ -86,7 +86,7 @@ def write_cache_row(url: str, key: str, value: str) -> None:
     """Put ``value`` under ``key`` in the request cache of the store at ``url`` as it is, with the database's own
     driver, not through the store: how a row gets damaged (by another program, a disk, a hand edit)."""
     if url.startswith("sqlite://"):
-        with closing(sqlite3.connect(url.removeprefix("sqlite://"))) as conn, conn:
+        with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn, conn:
             conn.execute(
                 "INSERT OR REPLACE INTO cache (key, value, created_at) VALUES (?, ?, '2024-05-01T12:00:00.000000Z')",
                 (key, value),

@@ -184,7 +184,7 @@ def forget_page_shares(store_url: str) -> None:
     """Make the database look as it did before page shares existed: no table, no migration recorded."""
     statements = ["DROP TABLE {p}page_shares", "DELETE FROM {p}threadline_migrations WHERE name = 'page_shares'"]
     if store_url.startswith("sqlite://"):
-        conn = sqlite3.connect(store_url.removeprefix("sqlite://"))
+        conn = sqlite3.connect(store_url.removeprefix("sqlite:///"))
         for statement in statements:
             conn.execute(statement.format(p=""))
         conn.commit()

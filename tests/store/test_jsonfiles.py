@@ -173,7 +173,7 @@ def test_an_unpadded_year_written_by_an_earlier_version_is_read(tmp_path: Path) 
 
     from threadline import open_store
 
-    url = f"sqlite://{tmp_path / 'old.db'}"
+    url = f"sqlite:///{tmp_path / 'old.db'}"
     with open_store(url) as store:
         store.create_conversation("old", id="old")
     with sqlite3.connect(tmp_path / "old.db") as connection:

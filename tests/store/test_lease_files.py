@@ -78,7 +78,7 @@ def python(code: str, *args: str) -> subprocess.Popen[str]:
 
 def test_conversations_run_in_many_processes_leave_no_lease_files(tmp_path: Path) -> None:
     database = tmp_path / "store.db"
-    url = f"sqlite://{database}"
+    url = f"sqlite:///{database}"
     open_store(url).close()
     # Four processes, each running a turn on ten conversations of its own and on five shared ones.
     children = [
@@ -101,7 +101,7 @@ def test_conversations_run_in_many_processes_leave_no_lease_files(tmp_path: Path
 
 
 def test_writers_racing_for_one_conversation_never_hold_it_together(tmp_path: Path) -> None:
-    url = f"sqlite://{tmp_path / 'store.db'}"
+    url = f"sqlite:///{tmp_path / 'store.db'}"
     open_store(url).close()
     inside, start = tmp_path / "inside", tmp_path / "start"
     racers = [python(RACER, url, str(inside), str(start), "400") for _ in range(4)]
@@ -117,7 +117,7 @@ def test_writers_racing_for_one_conversation_never_hold_it_together(tmp_path: Pa
 
 def test_a_lease_file_left_by_a_killed_holder_is_reused_then_removed(tmp_path: Path) -> None:
     database = tmp_path / "store.db"
-    url = f"sqlite://{database}"
+    url = f"sqlite:///{database}"
     with open_store(url) as store:
         store.create_conversation("crashed", id="crashed")
         store.create_conversation("crashed too", id="crashed-2")

@@ -99,7 +99,7 @@ def test_sqlite_newer_database_is_refused_and_left_alone(tmp_path: Path) -> None
     conn.commit()
     conn.close()
     with pytest.raises(StoreError, match=r"schema version 99 .*newer than this threadline understands.*upgrade"):
-        open_store(f"sqlite://{path}")
+        open_store(f"sqlite:///{path}")
     rows = sqlite3.connect(path).execute(f"SELECT max(version) FROM {MIGRATIONS_TABLE}").fetchall()
     assert rows == [(99,)]
 
@@ -120,4 +120,4 @@ def test_a_foreign_migration_history_is_refused(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     with pytest.raises(StoreError, match="not made by threadline"):
-        open_store(f"sqlite://{path}")
+        open_store(f"sqlite:///{path}")

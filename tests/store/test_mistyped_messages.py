@@ -178,7 +178,7 @@ def test_a_log_of_well_typed_messages_passes_everywhere(any_store: Store) -> Non
 def test_a_conversation_refuses_it_before_it_reaches_the_log(tmp_path: Path, backend_store: str | None) -> None:
     store = None
     if backend_store == "sqlite":
-        store = open_store(f"sqlite://{tmp_path / 'log.db'}")
+        store = open_store(f"sqlite:///{tmp_path / 'log.db'}")
     elif backend_store == "memory":
         store = open_store("memory://")
     conversation = Conversation(store=store)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,18 +35,33 @@ def test_default_path_without_threadline_home_is_the_user_data_dir(monkeypatch: 
 
 
 def test_default_store_follows_threadline_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("THREADLINE_STORE", f"sqlite://{tmp_path / 'chosen.db'}")
+    monkeypatch.setenv("THREADLINE_STORE", f"sqlite:///{tmp_path / 'chosen.db'}")
     with default_store() as store:
         assert isinstance(store, SQLiteStore) and store.path == tmp_path / "chosen.db"
 
 
-@pytest.mark.parametrize("form", ["sqlite:///{p}", "sqlite:////{p}", "{p}"])
+@pytest.mark.parametrize("form", ["sqlite:////{p}", "sqlite:///{p}", "{p}"])
 def test_sqlite_url_forms_name_the_same_file(tmp_path: Path, form: str) -> None:
+    """Four slashes are an absolute path (``sqlite:////`` + ``tmp/…``); an absolute path after three slashes gives
+    four as well; a bare path is a path."""
     path = tmp_path / "sub" / "x.db"
-    with open_store(form.format(p=str(path).lstrip("/") if form.startswith("sqlite") else path)) as store:
+    with open_store(form.format(p=str(path).lstrip("/") if form.startswith("sqlite:////") else path)) as store:
         assert isinstance(store, SQLiteStore)
         assert store.path == path
-        assert store.url == f"sqlite://{path}"
+        assert store.url == f"sqlite:///{path}"  # four slashes: the URL opens this same file again
+    with open_store(store.url) as again:
+        assert isinstance(again, SQLiteStore) and again.path == path
+
+
+def test_three_slashes_are_relative_to_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sqlite:///file.db``, the form ``--help`` shows, is ``file.db`` here, as SQLAlchemy and most tools read it
+    (it was ``/file.db`` at the filesystem root)."""
+    monkeypatch.chdir(tmp_path)
+    with open_store("sqlite:///file.db") as store:
+        assert isinstance(store, SQLiteStore) and store.path == tmp_path / "file.db"
+        store.create_conversation("here")
+    assert (tmp_path / "file.db").is_file()
+    assert not Path("/file.db").exists()
 
 
 def test_relative_sqlite_url_is_relative_to_the_working_directory(
@@ -54,6 +70,40 @@ def test_relative_sqlite_url_is_relative_to_the_working_directory(
     monkeypatch.chdir(tmp_path)
     with open_store("sqlite://rel/x.db") as store:
         assert isinstance(store, SQLiteStore) and store.path == tmp_path / "rel" / "x.db"
+
+
+@pytest.mark.parametrize("form", ["sqlite:///{p}", "{p}"])
+def test_a_missing_file_is_refused_when_not_creating(tmp_path: Path, form: str) -> None:
+    """A reader (``create=False``) is told the file does not exist, with its path, and nothing is made: before,
+    a misspelt path became a new directory and an empty database."""
+    missing = tmp_path / "misspelt" / "store.db"
+    with pytest.raises(UserError, match=re.escape(f"no store at {missing}: the file does not exist")):
+        open_store(form.format(p=missing), create=False)
+    assert list(tmp_path.iterdir()) == []  # no directory, no database, no lease folder
+
+
+def test_a_missing_relative_file_names_the_absolute_one_it_may_have_meant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A URL written for the old reading (three slashes, absolute) points at the four-slash spelling."""
+    existing = tmp_path / "old.db"
+    with open_store(f"sqlite:///{existing}") as store:
+        store.create_conversation("kept")
+    monkeypatch.chdir(tmp_path)
+    relative = str(existing).lstrip("/")
+    hint = re.escape(f"/{relative} exists: an absolute path takes four slashes")
+    with pytest.raises(UserError, match=hint) as caught:
+        open_store(f"sqlite:///{relative}", create=False)
+    assert f"sqlite:////{relative}" in str(caught.value)
+    assert not (tmp_path / relative.split("/")[0]).exists()  # nothing was made under the working directory
+
+
+def test_an_existing_file_opens_when_not_creating(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    with open_store(path) as store:
+        store.create_conversation(id="c")
+    with open_store(f"sqlite:///{path}", create=False) as store:
+        assert store.has_conversation("c")
 
 
 def test_memory_stores_are_separate() -> None:
@@ -107,7 +157,7 @@ def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("these are my notes, not a database\n" * 100)
     with pytest.raises(StoreError, match=r"notes\.txt"):
-        open_store(f"sqlite://{path}")
+        open_store(f"sqlite:///{path}")
     assert path.read_text().startswith("these are my notes")
 
 
@@ -115,11 +165,11 @@ def test_an_unwritable_location_is_a_store_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(StoreError, match="cannot create the directory"):
-        open_store(f"sqlite://{blocker / 'sub' / 'x.db'}")
+        open_store(f"sqlite:///{blocker / 'sub' / 'x.db'}")
 
 
 def test_full_synchronous_mode_works(tmp_path: Path) -> None:
-    with open_store(f"sqlite://{tmp_path / 'x.db'}?synchronous=full") as store:
+    with open_store(f"sqlite:///{tmp_path / 'x.db'}?synchronous=full") as store:
         info = store.create_conversation()
         store.append(info.id, [UserMessage(content="durable")])
         assert store.load(info.id)[0].content == "durable"  # type: ignore[union-attr]

@@ -31,7 +31,7 @@ def test_a_failed_commit_is_rolled_back_and_the_next_write_works(
 
     monkeypatch.setattr(sqlite3, "connect", connect_with_foreign_keys)
     path = tmp_path / "store.db"
-    store = open_store(f"sqlite://{path}")
+    store = open_store(f"sqlite:///{path}")
     try:
         info = store.create_conversation("audited")
         with connect(path) as admin:
@@ -64,7 +64,7 @@ CHILD = textwrap.dedent(
     from threadline.store import open_store
 
     path = sys.argv[1]
-    store = open_store("sqlite://" + path)
+    store = open_store("sqlite:///" + path)
     info = store.create_conversation("full disk")
     first = UserMessage(content="small")
     store.append(info.id, [first])

@@ -53,7 +53,7 @@ def failing_store(url: str, refuse: Callable[[Message], bool]) -> Store:
                 raise StoreError("database is locked")
             super().append(conversation_id, items, **options)
 
-    return Failing(url[len("sqlite://") :] if url.startswith("sqlite://") else url)  # type: ignore[no-any-return]
+    return Failing(url[len("sqlite:///") :] if url.startswith("sqlite://") else url)  # type: ignore[no-any-return]
 
 
 @pytest.fixture(params=list(POINTS))

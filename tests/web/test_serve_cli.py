@@ -14,6 +14,7 @@ import httpx
 
 from tests.store._backends import run_cli
 from tests.web._serve_process import threadline_serve
+from threadline.store import open_store
 
 
 def free_port() -> int:
@@ -32,6 +33,7 @@ def test_a_non_loopback_bind_without_a_token_is_refused_in_one_line(tmp_path) ->
 
 def test_serve_prints_its_url_serves_and_stops_on_ctrl_c(tmp_path) -> None:
     store_url = f"sqlite:///{tmp_path / 's.db'}"
+    open_store(store_url).close()  # serve only reads: it refuses a store that does not exist
     made = run_cli("prompt", "--help")  # the CLI works at all in this environment
     assert made.returncode == 0
     port = free_port()

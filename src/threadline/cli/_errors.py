@@ -25,7 +25,9 @@ class CommandError(click.ClickException):
         from ._terminal import visible
 
         super().__init__(visible(message))
-        self.exit_code = exit_code
+        # Click declares ``exit_code`` a class variable (``ClassVar[int]`` from 8.4.2 on); click reads it from the
+        # instance, whose own value shadows the class's.
+        vars(self)["exit_code"] = exit_code
 
 
 def conversation_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

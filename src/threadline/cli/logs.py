@@ -53,7 +53,7 @@ def logs() -> None:
 def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None:
     """List conversations, most recently updated first, with the tokens, cached tokens and cost of their model
     calls (a cost without a price is "unknown", never $0)."""
-    with open_cli_store(store_url) as store:
+    with open_cli_store(store_url, reading=True) as store:
         infos = store.list_conversations(limit=limit, offset=offset)
         tallies = [_tally(store, info.id) for info in infos]
         url = store.url
@@ -187,7 +187,7 @@ def show(
     if show_all and not as_json and not (with_context or mode):
         _stream_log(conversation_id, store_url, show_reasoning)
         return
-    with open_cli_store(store_url) as store:
+    with open_cli_store(store_url, reading=True) as store:
         info = store.get_conversation(conversation_id)
         page, start, total = _read_page(store, info, last, offset, limit, show_all)
         pages = store.list_pages(conversation_id)
@@ -238,7 +238,7 @@ def _stream_log(conversation_id: str, store_url: str | None, show_reasoning: boo
     from ._log_printer import LogPrinter
 
     console = Console()
-    with open_cli_store(store_url) as store:
+    with open_cli_store(store_url, reading=True) as store:
         console.print(_header(store.get_conversation(conversation_id)))
         printer = LogPrinter(console, show_reasoning=show_reasoning)
         after = -1

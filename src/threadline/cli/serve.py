@@ -100,7 +100,11 @@ def serve(
             "threadline serve needs the 'web' extra: pip install 'threadline[web]'", EXIT_USAGE
         ) from None
     sock = _listen(host, port)
-    store = open_cli_store(store_url)
+    try:
+        store = open_cli_store(store_url, reading=True)
+    except BaseException:
+        sock.close()
+        raise
     try:
         # Pages made by `-T pages` link to this viewer, wherever it listens (unless the user chose another address).
         os.environ.setdefault(PAGES_URL_ENV, _url(host, sock.getsockname()[1], None).rstrip("/"))

@@ -263,6 +263,23 @@ class ConversationHost(RequestAssembly, Generic[C]):
             return get_model(DEFAULT_MODELS[config.provider])
         return get_model(None)
 
+    def check_model(self, settings: CheckedSettings | None = None) -> None:
+        """Ask the next turn's model whether it could serve a request at all (its API key, the turn's settings), so
+        that a caller refuses before it stores a message no turn would answer (as ``threadline prompt`` does).
+
+        Args:
+            settings: The turn's checked settings, if any (``max_tokens``, ``reasoning``, provider extras…).
+
+        Raises:
+            UserError: for an unknown model or provider, a missing API key, or a setting the model refuses.
+            CapabilityError: for reasoning settings the model lacks.
+        """
+        from ..message_types import user
+        from ..models.base import ModelRequest
+
+        options = plan_turn(self.config, settings or CheckedSettings())
+        self.resolve_model().check(ModelRequest(messages=[user("…")], settings=options.settings))
+
     def resolve_tools(self) -> ResolvedTools:
         """The tools of the next request (`TurnHost`): the config's (dynamic ones evaluated now, given the
         conversation) and those of mentioned objects."""

@@ -42,8 +42,8 @@ from ..engine import TurnOptions, TurnResult, run_turn
 from ..engine.plan import MAX_TOOL_ROUNDS
 from ..errors import ModelError, UserError, renamed_argument
 from ..message_list import MessageList
-from ..message_types import AssistantMessage, Message, ToolMessage, UserMessage
-from ..models.base import Model
+from ..message_types import AssistantMessage, Message, ToolMessage, UserMessage, user
+from ..models.base import Model, ModelRequest
 from ..store.capabilities import CacheStore, ConversationStore, require
 from ..tools import ResolvedTools, Tool
 from ..tracing import hooks as tracing
@@ -382,7 +382,12 @@ async def _run(
     from ..models import get_model
 
     input_count = len(request.messages)
-    host = GenerateHost(request, get_model(request.model), store, conversation_id, on_partial)
+    model = get_model(request.model)
+    if store is not None:
+        # Refused before anything is logged (a missing API key, a setting the model refuses): a stored run that
+        # no model call answers would say nothing of why.
+        model.check(ModelRequest(messages=[user("…")], settings=request.settings))
+    host = GenerateHost(request, model, store, conversation_id, on_partial)
     host.open_store(request, key)
     options = TurnOptions(
         settings=request.settings,

@@ -8,8 +8,9 @@ your own may be a `ConversationStore` only.
 URLs:
 
 - ``None``: the SQLite file ``threadline.db`` in ``THREADLINE_HOME`` (default: the platform's user data directory);
-- ``sqlite:///absolute/path.db``, ``sqlite://relative/path.db`` or a bare file path (``?synchronous=full`` syncs
-  every commit to disk);
+- ``sqlite:///relative/path.db`` (three slashes: relative to the working directory), ``sqlite:////absolute/path.db``
+  (four: absolute), as SQLAlchemy and most tools read them, or a bare file path (``?synchronous=full`` syncs every
+  commit to disk);
 - ``postgresql://user:password@host:port/db`` (or ``postgres://``), with optional ``?schema=NAME``,
   ``pool_min=N``, ``pool_max=N`` — needs the ``postgres`` extra;
 - ``memory://``: a new, empty in-memory store.
@@ -71,17 +72,25 @@ def default_path() -> Path:
     return Path(platformdirs.user_data_dir("threadline", appauthor=False)) / DB_NAME
 
 
-def open_store(url: str | os.PathLike[str] | None = None) -> Store:
+def open_store(url: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
     """Open a store by URL (see the module docstring for the forms).
 
+    Args:
+        url: The store's URL or file path; None for the default SQLite file.
+        create: Whether a SQLite file that does not exist yet is made (with its directory). A caller that only
+            reads passes False, so a misspelt path is refused instead of becoming a new, empty store.
+
     Raises:
-        UserError: for a URL this function does not understand, or a backend whose extra is not installed.
+        UserError: for a URL this function does not understand, a backend whose extra is not installed, or (with
+            ``create=False``) a SQLite file that does not exist, named in the message (nothing is created).
         StoreError: if the database cannot be opened or has a newer schema than this threadline knows.
     """
     if url is None:
         from .sqlite import SQLiteStore
 
-        return SQLiteStore(default_path())
+        path = default_path()
+        _refuse_missing(path, None, create)
+        return SQLiteStore(path)
     text = os.fspath(url)
     if not isinstance(text, str) or not text.strip():
         raise UserError("a store URL must be a non-empty string")
@@ -97,7 +106,7 @@ def open_store(url: str | os.PathLike[str] | None = None) -> Store:
 
         return MemoryStore()
     if scheme == "sqlite" or not scheme:
-        return _open_sqlite(text, scheme)
+        return _open_sqlite(text, scheme, create)
     raise UserError(
         f"unknown store URL scheme {scheme!r}: use sqlite:///path/to/file.db, postgresql://…, memory:// or a file path"
     )
@@ -115,17 +124,37 @@ def _check_url(text: str) -> None:
         raise UserError(f"malformed store URL {redact_url(text)!r}: {exc}") from None
 
 
-def _open_sqlite(text: str, scheme: str) -> Store:
+def _sqlite_url_path(url: str) -> str:
+    """The file a ``sqlite://`` URL names, read as SQLAlchemy reads it: ``sqlite:///file.db`` is ``file.db`` in the
+    working directory (three slashes), ``sqlite:////srv/file.db`` is ``/srv/file.db`` (four); ``sqlite://dir/file.db``
+    is ``dir/file.db``. Empty when the URL names no file."""
+    parts = urlsplit(url)
+    if parts.netloc:
+        return parts.netloc + parts.path
+    return parts.path[1:] if parts.path.startswith("/") else parts.path
+
+
+def _refuse_missing(path: Path, text: str | None, create: bool) -> None:
+    """With ``create=False``, refuse a SQLite file that does not exist, naming it (and the absolute file a URL of
+    three slashes meant before 0.2, when there is one)."""
+    if create or path.expanduser().exists():
+        return
+    where = path.expanduser().absolute()
+    hint = ""
+    if text is not None and not path.is_absolute() and Path("/", path).exists():
+        hint = f" (/{path} exists: an absolute path takes four slashes, sqlite:////{path})"
+    raise UserError(f"no store at {where}: the file does not exist{hint}; nothing was created")
+
+
+def _open_sqlite(text: str, scheme: str, create: bool) -> Store:
     from ._common import redact_url
     from .sqlite import SQLiteStore
 
     if not scheme:
+        _refuse_missing(Path(text), None, create)
         return SQLiteStore(text)
     parts = urlsplit(text)
-    # sqlite:///abs/path → "/abs/path"; sqlite://relative/path → "relative/path" (netloc + path).
-    path = parts.netloc + parts.path
-    if path.startswith("//"):
-        path = "/" + path.lstrip("/")  # sqlite:////abs/path (the SQLAlchemy spelling) means the same file.
+    path = _sqlite_url_path(text)
     if not path:
         raise UserError(f"{redact_url(text)!r} names no file: use sqlite:///path/to/file.db")
     options = dict(parse_qsl(parts.query))
@@ -133,15 +162,17 @@ def _open_sqlite(text: str, scheme: str) -> Store:
     if unknown:
         names = ", ".join(sorted(unknown))
         raise UserError(f"unknown SQLite option(s) {names} in {redact_url(text)!r} (known: synchronous)")
+    _refuse_missing(Path(path), text, create)
     try:
         return SQLiteStore(path, synchronous=options.get("synchronous", "normal"))
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
 
-def default_store() -> Store:
-    """The store the command line uses: ``THREADLINE_STORE`` if set, else the default SQLite file."""
-    return open_store(os.environ.get(STORE_ENV) or None)
+def default_store(*, create: bool = True) -> Store:
+    """The store the command line uses: ``THREADLINE_STORE`` if set, else the default SQLite file (``create`` as
+    `open_store` takes it)."""
+    return open_store(os.environ.get(STORE_ENV) or None, create=create)
 
 
 def latest_conversation_id(store: Store) -> str | None:

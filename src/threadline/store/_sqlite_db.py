@@ -66,7 +66,7 @@ class SQLiteDatabase:
 
     def __init__(self, path: Path, *, synchronous: str, busy_timeout: float) -> None:
         self.path = path
-        self.url = f"sqlite://{path}"
+        self.url = f"sqlite:///{path}"  # the path is absolute: four slashes, as SQLAlchemy reads them
         self._synchronous = synchronous.upper()
         self._busy_timeout = busy_timeout
         self._local = threading.local()

@@ -265,6 +265,10 @@ class FakeServer:
         """A server quirk that refuses this request whatever the script says (the script item is kept)."""
         return None
 
+    def serves(self, path: str) -> bool:
+        """Whether requests to ``path`` are answered (the others get 404): the API's one path by default."""
+        return path == self.path
+
     # -- HTTP -------------------------------------------------------------------------------------------------------
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connection = _Connection(writer, asyncio.current_task())  # type: ignore[arg-type]
@@ -285,7 +289,7 @@ class FakeServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 request = Recorded(method, path, headers, body, time.monotonic())
                 self.requests.append(request)
-                if path != self.path:
+                if not self.serves(path):
                     await self._send_json(writer, 404, {"error": {"message": f"no route {path}"}})
                     continue
                 refusal = self.refuse(request)

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ..http import _model  # noqa: F401 (see above)
 
 if TYPE_CHECKING:
-    from ._chat import DEFAULT_BASE_URL, OpenAIModel
+    from ._chat import COMPATIBLE_MAX_TOKENS, DEFAULT_BASE_URL, OpenAIModel
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIModel"]
+__all__ = ["COMPATIBLE_MAX_TOKENS", "DEFAULT_BASE_URL", "OpenAIModel"]
 
 
 def __getattr__(name: str) -> Any:

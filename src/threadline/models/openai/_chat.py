@@ -5,11 +5,17 @@ Configured by ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (default ``https://api.
 `threadline.models.profiles.server_options`), or per model in code. Translation lives in `_chat_request`,
 `_chat_response` and `_chat_stream`, the transport, error mapping and what the HTTP adapters share in
 `threadline.models.http`; this module only says how OpenAI differs.
+
+A compatible server (any base URL other than OpenAI's) gets ``max_tokens`` `COMPATIBLE_MAX_TOKENS` when the turn sets
+none: a small local model that never stops would otherwise generate until its context is full (a 7,547-token answer
+took 8.5 minutes). The turn's ``max_tokens`` replaces it, higher or lower.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from ..http._model import HTTPModel
 from ..profiles import openai_profile
@@ -23,9 +29,11 @@ if TYPE_CHECKING:
     from ..http._model import Translation
     from ..profiles import ModelProfile
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIModel"]
+__all__ = ["COMPATIBLE_MAX_TOKENS", "DEFAULT_BASE_URL", "OpenAIModel"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+COMPATIBLE_MAX_TOKENS = 4096
+"""The ``max_tokens`` a compatible server is sent when the turn sets none (OpenAI's own API is sent none)."""
 
 
 class OpenAIModel(HTTPModel):
@@ -77,5 +85,8 @@ class OpenAIModel(HTTPModel):
         check_effort_with_tools(request, self.model_id, self.profile)
 
     def _translate(self, request: ModelRequest, stream: bool) -> Translation:
+        if request.settings.max_tokens is None and self.base_url != self._default_base_url:
+            settings = msgspec.structs.replace(request.settings, max_tokens=COMPATIBLE_MAX_TOKENS)
+            request = msgspec.structs.replace(request, settings=settings)
         body, context = build_request(request, self.model_id, self.profile, stream=stream)
         return body, lambda data: parse_completion(data, context), lambda: ChatStream(context)
