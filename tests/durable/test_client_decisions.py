@@ -5,14 +5,13 @@ worker``, with the fake OpenAI server as the model."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("dbos")
 
-from tests.durable.test_worker import Workers
+from tests.durable._workers import Workers
 from tests.providers.servers._base import Answer, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
 from threadline.conversation.conversation import Conversation
@@ -45,20 +44,10 @@ chat = threadline.llm.model("openai:gpt-4o-mini").tools(refund, ship)
 """
 
 
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake  # type: ignore[misc]
-
-
-@pytest.fixture
-def workers(tmp_path: Path, server: FakeOpenAI) -> Iterator[Workers]:
-    made = Workers(tmp_path, server)
+@pytest.fixture(autouse=True)
+def decide_app(tmp_path: Path) -> None:
+    """The app of these tests, beside the workers' own (``decideapp:chat``)."""
     (tmp_path / "decideapp.py").write_text(textwrap.dedent(APP), encoding="utf-8")
-    try:
-        yield made
-    finally:
-        made.stop_all()
 
 
 def refund_call(amount: int) -> Answer:

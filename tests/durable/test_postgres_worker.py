@@ -5,56 +5,13 @@ turn without repeating a finished model call."""
 from __future__ import annotations
 
 import signal
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
-import pytest
-
-from tests.conftest import POSTGRES_DSN
-from tests.durable.test_worker import Workers, wait_for
+from tests.durable._workers import PostgresWorkers, wait_for
 from tests.providers.servers._base import Answer, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
 from threadline.durable import Client
 from threadline.message_types import ToolMessage, UserMessage
-
-
-class PostgresWorkers(Workers):
-    """Workers on a PostgreSQL store in a schema of its own (dropped, with DBOS's, after the test)."""
-
-    def __init__(self, tmp_path: Path, server: FakeOpenAI) -> None:
-        super().__init__(tmp_path, server)
-        self.schema = f"tl_durable_{uuid.uuid4().hex[:12]}"
-        self.url = f"{POSTGRES_DSN}?schema={self.schema}"
-
-    def drop(self) -> None:
-        with psycopg.connect(POSTGRES_DSN, autocommit=True) as db:
-            for schema in (self.schema, f"{self.schema}_dbos"):
-                db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-    def dbos_tables(self) -> set[str]:
-        with psycopg.connect(POSTGRES_DSN) as db:
-            rows = db.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (f"{self.schema}_dbos",)
-            ).fetchall()
-        return {row[0] for row in rows}
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake  # type: ignore[misc]
-
-
-@pytest.fixture
-def pg_workers(tmp_path: Path, server: FakeOpenAI) -> Iterator[PostgresWorkers]:
-    made = PostgresWorkers(tmp_path, server)
-    try:
-        yield made
-    finally:
-        made.stop_all()
-        made.drop()
 
 
 def test_a_turn_runs_on_a_postgres_worker_with_dbos_beside_the_store(

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("dbos")
 
-from tests.durable.test_postgres_worker import PostgresWorkers
-from tests.durable.test_worker import Workers, wait_for
+from tests.durable._workers import PostgresWorkers, Workers, wait_for
 from tests.providers.servers._base import Answer, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
 from threadline.durable import Client
@@ -29,21 +27,10 @@ notes = threadline.llm.model("anthropic:claude-haiku-4-5")
 """
 
 
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake  # type: ignore[misc]
-
-
-@pytest.fixture
-def workers(tmp_path: Path, server: FakeOpenAI) -> Iterator[Workers]:
-    made = Workers(tmp_path, server)
+@pytest.fixture(autouse=True)
+def anthropic_app(tmp_path: Path) -> None:
+    """An app on another provider, beside the workers' own (``otherapp:notes``)."""
     (tmp_path / "otherapp.py").write_text(ANTHROPIC_APP, encoding="utf-8")
-    try:
-        yield made
-    finally:
-        (tmp_path / "go").write_text("")  # let a blocked tool end, so the worker stops at once
-        made.stop_all()
 
 
 def run(workers: Workers, args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -92,15 +79,10 @@ def test_each_provider_has_its_queue_and_the_status_shows_its_limit(workers: Wor
     ]
 
 
-def test_a_rate_limit_holds_across_workers_on_postgres(tmp_path: Path, server: FakeOpenAI) -> None:
+def test_a_rate_limit_holds_across_workers_on_postgres(pg_workers: PostgresWorkers, server: FakeOpenAI) -> None:
     # On PostgreSQL: DBOS's SQLite queue counts and claims in two statements, so workers in several processes can
     # start more than a limit allows at once (README: one worker per SQLite store).
-    workers = PostgresWorkers(tmp_path, server)
-    try:
-        rate_limited_turns(workers, server)
-    finally:
-        workers.stop_all()
-        workers.drop()
+    rate_limited_turns(pg_workers, server)
 
 
 def rate_limited_turns(workers: Workers, server: FakeOpenAI) -> None:

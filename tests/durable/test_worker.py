@@ -4,146 +4,19 @@ SIGKILL inside a tool of the turn and restarted with the same ``--id``."""
 
 from __future__ import annotations
 
-import os
 import signal
-import sqlite3
-import subprocess
-import sys
-import textwrap
-import time
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("dbos")
 
+from tests.durable._workers import Workers, wait_for
 from tests.providers.servers._base import Answer, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
 from threadline.durable import Client, UnknownApp
 from threadline.errors import UserError
 from threadline.message_list import call_waits
 from threadline.message_types import ToolMessage, UserMessage
-
-APP = """
-import os
-import time
-from pathlib import Path
-
-import threadline
-
-HERE = Path(__file__).parent
-
-
-def add(a: int, b: int) -> int:
-    \"\"\"Add two numbers.\"\"\"
-    return a + b
-
-
-def wait_to_go(name: str) -> None:
-    with open(HERE / "runs", "a") as runs:
-        runs.write(name + "\\n")
-    (HERE / "started").write_text(str(os.getpid()))
-    deadline = time.monotonic() + 60
-    while not (HERE / "go").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-
-
-@threadline.tool(idempotent=True)
-def slow(x: int) -> int:
-    \"\"\"Wait until the test lets it go.\"\"\"
-    wait_to_go("slow")
-    return x
-
-
-@threadline.tool
-def charge(amount: int) -> str:
-    \"\"\"Charge a card (not idempotent).\"\"\"
-    wait_to_go("charge")
-    return f"charged {amount}"
-
-
-chat = threadline.llm.model("openai:gpt-4o-mini").tools(add, slow, charge)
-billing = threadline.llm.model("openai:gpt-4o-mini").tools(add)
-"""
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-class Workers:
-    """Worker subprocesses on one store, all started in ``tmp_path`` (where the app module is)."""
-
-    def __init__(self, tmp_path: Path, server: FakeOpenAI) -> None:
-        self.dir = tmp_path
-        self.url = f"sqlite:///{tmp_path / 'store.db'}"
-        (tmp_path / "myapp.py").write_text(textwrap.dedent(APP), encoding="utf-8")
-        self.env = {
-            **os.environ,
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "sk-test-durable-0123456789",
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")]),
-        }
-        self.running: list[subprocess.Popen[str]] = []
-
-    def command(self, *apps: str, worker_id: str = "worker", extra: Sequence[str] = ()) -> list[str]:
-        args = [sys.executable, "-m", "threadline", "worker", "--store", self.url, "--id", worker_id, *extra]
-        for app in apps or ("myapp:chat",):
-            args += ["--app", app]
-        return args
-
-    def start(self, *apps: str, worker_id: str = "worker", extra: Sequence[str] = ()) -> subprocess.Popen[str]:
-        args = self.command(*apps, worker_id=worker_id, extra=extra)
-        process = subprocess.Popen(
-            args, cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        self.running.append(process)
-        assert process.stdout is not None
-        line = process.stdout.readline()  # blocks until the worker is ready (or dies: an empty line)
-        assert line.startswith(f"worker {worker_id} ready: apps "), line
-        return process
-
-    def stop_all(self) -> None:
-        for process in self.running:
-            if process.poll() is None:
-                process.terminate()
-        for process in self.running:
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
-
-    def dbos_rows(self) -> list[str | bytes]:
-        """Every input and output DBOS recorded (workflow inputs and outputs, step outputs)."""
-        with sqlite3.connect(self.dir / "store.db.dbos.sqlite") as db:
-            rows = db.execute("SELECT inputs FROM workflow_input").fetchall()
-            rows += db.execute("SELECT output FROM workflow_output").fetchall()
-            rows += db.execute("SELECT output FROM operation_outputs").fetchall()
-        return [row[0] for row in rows if row[0] is not None]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake  # type: ignore[misc]
-
-
-@pytest.fixture
-def workers(tmp_path: Path, server: FakeOpenAI) -> Iterator[Workers]:
-    made = Workers(tmp_path, server)
-    try:
-        yield made
-    finally:
-        made.stop_all()
 
 
 def test_a_submitted_turn_is_run_by_a_worker(workers: Workers, server: FakeOpenAI) -> None:

@@ -4,31 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from tests.durable.test_worker import Workers, wait_for
+from tests.durable._workers import Workers, wait_for
 from tests.providers.servers._base import Answer, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
 from threadline.durable import Client
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake  # type: ignore[misc]
-
-
-@pytest.fixture
-def workers(tmp_path: Path, server: FakeOpenAI) -> Iterator[Workers]:
-    made = Workers(tmp_path, server)
-    try:
-        yield made
-    finally:
-        (tmp_path / "go").write_text("")  # let a blocked tool end, so the worker stops at once
-        made.stop_all()
 
 
 def status(workers: Workers) -> str:

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.durable.test_worker import Workers, wait_for
+from tests.durable._workers import Workers, wait_for
 from tests.providers.servers._base import Answer, Status, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
 from tests.web.conftest import screenshot

@@ -10,8 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.durable.test_postgres_worker import PostgresWorkers
-from tests.durable.test_worker import wait_for
+from tests.durable._workers import PostgresWorkers, wait_for
 from tests.providers.servers._base import Answer, Status
 from tests.providers.servers.openai import FakeOpenAI
 from tests.web.test_turn_states import badges, strip

@@ -63,13 +63,11 @@ DB_NAME = "threadline.db"
 
 
 def default_path() -> Path:
-    """Where the default store lives: ``$THREADLINE_HOME/threadline.db``, else the user data directory."""
-    home = os.environ.get(HOME_ENV)
-    if home:
-        return Path(home).expanduser() / DB_NAME
-    import platformdirs
+    """Where the default store lives: ``threadline.db`` in threadline's home directory (``$THREADLINE_HOME``, else
+    the user data directory: `threadline.models.settings.home_dir`, where the key file and settings are too)."""
+    from ..models.settings import home_dir
 
-    return Path(platformdirs.user_data_dir("threadline", appauthor=False)) / DB_NAME
+    return home_dir() / DB_NAME
 
 
 def open_store(url: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
