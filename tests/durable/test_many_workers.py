@@ -18,7 +18,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 import uuid
@@ -31,6 +30,7 @@ import psycopg
 import pytest
 
 from tests.conftest import POSTGRES_DSN
+from tests.durable._workers import Workers
 from tests.providers.servers._base import Answer, Recorded, ToolUse
 from tests.providers.servers.openai import FakeOpenAI
 from threadline.durable import Client, TurnHandle
@@ -109,33 +109,24 @@ class LoopingModel:
         return Answer(text=answer_text(tag, sent, attempt))
 
 
-class Fleet:
+class Fleet(Workers):
     """Worker processes on one store, started in ``directory`` (where the app module is, and the tool notes its
-    runs)."""
+    runs), several at once and each known by its id."""
 
     def __init__(self, directory: Path, url: str, server: FakeOpenAI) -> None:
-        self.dir = directory
+        super().__init__(directory, server)
         self.url = url
         (directory / "crashapp.py").write_text(textwrap.dedent(APP), encoding="utf-8")
-        self.env = {
-            **os.environ,
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "sk-test-durable-0123456789",
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")]),
-        }
         self.processes: dict[str, subprocess.Popen[str]] = {}
-        self.started: list[subprocess.Popen[str]] = []
 
-    def start(self, *worker_ids: str, concurrency: int) -> None:
+    def launch(self, *worker_ids: str, concurrency: int) -> None:
         """Start these workers at once and wait until each is ready."""
         for worker_id in worker_ids:
-            args = [sys.executable, "-m", "threadline", "worker", "--store", self.url, "--id", worker_id]
-            args += ["--app", "crashapp:chat", "--concurrency", str(concurrency)]
+            args = self.command("crashapp:chat", worker_id=worker_id, extra=["--concurrency", str(concurrency)])
             process = subprocess.Popen(
                 args, cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
             )
-            self.started.append(process)
+            self.running.append(process)
             self.processes[worker_id] = process
         for worker_id in worker_ids:
             stdout = self.processes[worker_id].stdout
@@ -147,19 +138,6 @@ class Fleet:
         process = self.processes.pop(worker_id)
         process.send_signal(signal.SIGKILL)
         process.wait(30)
-
-    def stop_all(self) -> None:
-        for process in self.started:
-            if process.poll() is None:
-                process.terminate()
-        for process in self.started:
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
 
 
 @dataclass
@@ -190,8 +168,8 @@ def run_with_kills(fleet: Fleet, server: FakeOpenAI, plan: Plan) -> None:
     model = LoopingModel()
     server.responder = model
     seed = f"(seed {plan.seed}: THREADLINE_CRASH_SEED={plan.seed} replays it)"
-    fleet.start(VICTIM, concurrency=plan.concurrency)  # the first one alone: it creates DBOS's tables
-    fleet.start(*(f"w{number}" for number in range(2, plan.workers + 1)), concurrency=plan.concurrency)
+    fleet.launch(VICTIM, concurrency=plan.concurrency)  # the first one alone: it creates DBOS's tables
+    fleet.launch(*(f"w{number}" for number in range(2, plan.workers + 1)), concurrency=plan.concurrency)
     began = time.monotonic()
     kills: list[list[str]] = []  # per kill, the conversations whose turns the victim was running
     handles: dict[int, list[TurnHandle]] = {}
@@ -205,7 +183,7 @@ def run_with_kills(fleet: Fleet, server: FakeOpenAI, plan: Plan) -> None:
                 tags[earlier[0].conversation_id] = f"c{conversation}"
             kill_at_a_random_point(fleet, client, model, rng, tags)
             kills.append(victim_running(client))  # DBOS says so until the victim is restarted
-            fleet.start(VICTIM, concurrency=plan.concurrency)
+            fleet.launch(VICTIM, concurrency=plan.concurrency)
         answers: dict[int, list[str | None]] = {}
         for conversation, turns in handles.items():
             for handle in turns:
