@@ -65,13 +65,18 @@ def test_the_float_options_are_the_ones_checked_here() -> None:
 NOT_MODEL_COMMANDS = {"worker": ["--app", "myapp:chat"], "enqueue": ["Hello", "--app", "chat"]}
 
 
-def run(command: str, option: str, value: str, server: FakeOpenAI, store_url: str) -> subprocess.CompletedProcess[str]:
+def command_line(command: str, given: list[str]) -> list[str]:
+    """``command`` with the ``given`` options, and what else it needs to get as far as checking them."""
     if command in NOT_MODEL_COMMANDS:
-        args = [command, f"{option}={value}", *NOT_MODEL_COMMANDS[command]]
-    else:
-        args = [*command.split(), f"{option}={value}", "-m", "openai:gpt-4o-mini"]
+        return [command, *given, *NOT_MODEL_COMMANDS[command]]
+    args = [*command.split(), *given, "-m", "openai:gpt-4o-mini"]
     if command == "prompt":
         args.append("Hello")
+    return args
+
+
+def run(command: str, option: str, value: str, server: FakeOpenAI, store_url: str) -> subprocess.CompletedProcess[str]:
+    args = command_line(command, [f"{option}={value}"])
     return run_cli(
         *args,
         store_url=store_url,

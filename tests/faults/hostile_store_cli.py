@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 
 from tests.cli._dropping_server import DropDuring, DroppingOpenAI
-from tests.cli.test_non_finite_options_cli import float_options
+from tests.cli.test_non_finite_options_cli import command_line, float_options
 from tests.providers.servers import Answer, FakeOpenAI, ToolUse
 from tests.store._pg_drops import POSTGRES_DSN, PrivateServer, application_name, terminate, with_query
 from threadline import (
@@ -285,9 +285,7 @@ def _option_case(
 ) -> None:
     store_url = f"sqlite:///{directory / f'finite-{number}.db'}"
     given = [f"{option}={value}"] if value.startswith("-") or " " in value else [option, value]
-    args = [*command.split(), *given, "-m", "openai:gpt-4o-mini", "--store", store_url]
-    if command == "prompt":
-        args.append("Hello")
+    args = [*command_line(command, given), "--store", store_url]
     before = server.count  # nothing is scripted: a request sent anyway is answered 500, and counted
     done = _threadline(args, directory, _openai_env(server), stdin="Hello\n")
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]

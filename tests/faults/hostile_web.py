@@ -169,6 +169,7 @@ def slow_clients(cases: int, directory: Path, *, seed: int | None = None) -> Row
     rng = random.Random(seed)
     row = Row("slow clients (threadline serve)")
     url = f"sqlite:///{directory / 'slow-clients.db'}"
+    open_store(url).close()  # serve only reads: it opens a store that exists
     refused: list[str] = []
     with threadline_serve(url) as serving:
         clients = []
