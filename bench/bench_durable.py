@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
+from tests.durable._workers import stop_processes  # noqa: E402
 from tests.providers.servers._base import Answer, ToolUse  # noqa: E402
 from tests.providers.servers.openai import FakeOpenAI  # noqa: E402
 
@@ -231,17 +232,7 @@ class Workers:
         return started
 
     def stop(self) -> None:
-        for process in self.running:
-            if process.poll() is None:
-                process.terminate()
-        for process in self.running:
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
+        stop_processes(self.running)
         self.running.clear()
 
 

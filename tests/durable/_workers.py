@@ -19,7 +19,7 @@ import psycopg
 from tests.conftest import POSTGRES_DSN
 from tests.providers.servers.openai import FakeOpenAI
 
-__all__ = ["APP", "PostgresWorkers", "Workers", "wait_for"]
+__all__ = ["APP", "PostgresWorkers", "Workers", "stop_processes", "wait_for"]
 
 APP = """
 import os
@@ -72,6 +72,21 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) ->
         time.sleep(0.02)
 
 
+def stop_processes(processes: Sequence[subprocess.Popen[str]]) -> None:
+    """Stop worker processes as SIGTERM does (they drain), all at once; kill one still running 30 s later."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
 class Workers:
     """Worker subprocesses on one store, all started in ``tmp_path`` (where the app module is)."""
 
@@ -106,17 +121,7 @@ class Workers:
         return process
 
     def stop_all(self) -> None:
-        for process in self.running:
-            if process.poll() is None:
-                process.terminate()
-        for process in self.running:
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
+        stop_processes(self.running)
 
     def dbos_rows(self) -> list[str | bytes]:
         """Every input and output DBOS recorded (workflow inputs and outputs, step outputs)."""

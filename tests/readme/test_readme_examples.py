@@ -33,6 +33,7 @@ from typing import Any
 import certifi
 import pytest
 
+from tests.durable._workers import stop_processes
 from tests.readme.responder import AnyAnthropic, AnyOpenAI
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -200,14 +201,7 @@ def running_beside(command: str) -> Iterator[None]:
         assert process.poll() is None, f"{command} stopped: {first}{process.stdout.read()}"
         yield
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        stop_processes([process])
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[block.id for block in BLOCKS])

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..pricing.prices import Spending, cost_text
+from ..pricing.prices import Spending, cost_text, stored_spending
 from ._errors import EXIT_USAGE, CommandError, friendly_errors
 from ._terminal import visible, visible_json
 from .store_option import open_cli_store, store_option
@@ -55,7 +55,7 @@ def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None
     calls (a cost without a price is "unknown", never $0)."""
     with open_cli_store(store_url, reading=True) as store:
         infos = store.list_conversations(limit=limit, offset=offset)
-        tallies = [_tally(store, info.id) for info in infos]
+        tallies = [stored_spending(store, info.id) for info in infos]
         url = store.url
     if as_json:
         rows = [
@@ -106,18 +106,6 @@ def list_(limit: int, offset: int, as_json: bool, store_url: str | None) -> None
             cost_text(tally.cost) if tally.calls else "",  # no model call: nothing spent, nothing unknown
         )
     console.print(table)
-
-
-def _tally(store: Store, conversation_id: str) -> Spending:
-    """What a stored conversation's model calls spent, read a page at a time (memory stays bounded)."""
-    tally = Spending()
-    after = -1
-    while True:
-        page = store.read_after(conversation_id, after, STREAM_PAGE)
-        if not page.messages:
-            return tally
-        tally.add(page.messages)
-        after = page.seqs[-1]
 
 
 DEFAULT_PAGE = 100

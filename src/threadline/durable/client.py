@@ -11,6 +11,7 @@ resumption; `Client.resume` queues it after a decision made elsewhere (the CLI, 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -185,13 +186,15 @@ class Client:
                 "(Conversation.approve) or the CLI (threadline approve --arguments JSON -T module:tool), where the "
                 "tools are loaded, then queue the rest with Client.resume"
             )
-        existing = self._existing(key)
-        if existing is not None:
-            return existing
-        conversation = Conversation.load(conversation_id, self.store)
-        if not _decided_not_acted_on(conversation, call_id, "approved"):
-            conversation.approve(call_id, by=by, reason=reason, scope=scope, arguments_sha256=arguments_sha256)
-        return self._resume_when_decided(conversation, app, key)
+        return self._decide(
+            conversation_id,
+            app,
+            key,
+            lambda conversation: _decided_not_acted_on(conversation, call_id, "approved"),
+            lambda conversation: conversation.approve(
+                call_id, by=by, reason=reason, scope=scope, arguments_sha256=arguments_sha256
+            ),
+        )
 
     def deny(
         self,
@@ -211,13 +214,13 @@ class Client:
         Raises:
             AwaitingDecision, UserError: as `Conversation.deny`; nothing is recorded or queued.
         """
-        existing = self._existing(key)
-        if existing is not None:
-            return existing
-        conversation = Conversation.load(conversation_id, self.store)
-        if not _decided_not_acted_on(conversation, call_id, "denied"):
-            conversation.deny(call_id, by=by, reason=reason, arguments_sha256=arguments_sha256)
-        return self._resume_when_decided(conversation, app, key)
+        return self._decide(
+            conversation_id,
+            app,
+            key,
+            lambda conversation: _decided_not_acted_on(conversation, call_id, "denied"),
+            lambda conversation: conversation.deny(call_id, by=by, reason=reason, arguments_sha256=arguments_sha256),
+        )
 
     def submit_result(
         self,
@@ -236,12 +239,30 @@ class Client:
         Raises:
             AwaitingDecision, UserError: as `Conversation.submit_result`; nothing is recorded or queued.
         """
+        return self._decide(
+            conversation_id,
+            app,
+            key,
+            lambda conversation: _answered_not_acted_on(conversation, call_id),
+            lambda conversation: conversation.submit_result(call_id, content, is_error=is_error),
+        )
+
+    def _decide(
+        self,
+        conversation_id: str,
+        app: str,
+        key: str | None,
+        made_already: Callable[[Conversation], bool],
+        record: Callable[[Conversation], object],
+    ) -> TurnHandle | None:
+        """Record a decision (``record``) unless a retry finds it ``made_already`` and not yet acted on, then queue
+        the resumption once no call waits; a ``key`` already queued returns that resumption and records nothing."""
         existing = self._existing(key)
         if existing is not None:
             return existing
         conversation = Conversation.load(conversation_id, self.store)
-        if not _answered_not_acted_on(conversation, call_id):
-            conversation.submit_result(call_id, content, is_error=is_error)
+        if not made_already(conversation):
+            record(conversation)
         return self._resume_when_decided(conversation, app, key)
 
     def _existing(self, key: str | None) -> TurnHandle | None:

@@ -18,12 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ..message_types import AssistantMessage, Message, Usage
 from .cost import NOT_PRICED, Cost
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 __all__ = [
     "NOT_REPORTED",
@@ -33,6 +36,7 @@ __all__ = [
     "price",
     "priced",
     "prices_version",
+    "stored_spending",
 ]
 
 NOT_REPORTED = "usage not reported"
@@ -167,6 +171,23 @@ class Spending:
             "cost_unknown": list(self.cost.unknown),
             "cost_text": cost_text(self.cost),
         }
+
+
+def stored_spending(store: Store, conversation_id: str, page: int = 500) -> Spending:
+    """What a stored conversation's model calls spent, read ``page`` messages at a time (memory stays bounded).
+
+    Raises:
+        StoreError: if the store has no such conversation.
+    """
+    store.get_conversation(conversation_id)  # an unknown conversation is an error, not an empty sum
+    spending = Spending()
+    after = -1
+    while True:
+        found = store.read_after(conversation_id, after, page)
+        if not found.messages:
+            return spending
+        spending.add(found.messages)
+        after = found.seqs[-1]
 
 
 def cost_text(cost: Cost | None) -> str:

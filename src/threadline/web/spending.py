@@ -12,28 +12,17 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..pricing.prices import Spending
+from ..pricing.prices import stored_spending
 from ..store import Store
 from .state import Viewer, in_thread
 
-__all__ = ["READ_PAGE", "conversation_spending", "spending_part"]
-
-READ_PAGE = 500
-"""How many messages are read from the store at a time."""
+__all__ = ["conversation_spending", "spending_part"]
 
 
 def conversation_spending(store: Store, cid: str) -> dict[str, Any]:
     """What the stored conversation's model calls spent, as JSON values (see `Spending.to_dict`), with ``text``:
     the line the header shows."""
-    store.get_conversation(cid)  # a conversation not in the store is a 404, not an empty sum
-    spending = Spending()
-    after = -1
-    while True:
-        page = store.read_after(cid, after, READ_PAGE)
-        if not page.messages:
-            break
-        spending.add(page.messages)
-        after = page.seqs[-1]
+    spending = stored_spending(store, cid)  # a conversation not in the store is a 404, not an empty sum
     return {**spending.to_dict(), "text": spending.text() if spending.calls else ""}
 
 
